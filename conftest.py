@@ -1,0 +1,110 @@
+"""pytest configuration: the --impl switch, Hypothesis profiles, one marker per concept, readable stub failures.
+
+    pytest                          the student's exercises/ (or $KATA_IMPL)
+    pytest --impl solutions         the reference
+    pytest --impl ~/submissions/s7  any folder laid out like exercises/
+    pytest -m gae                   one concept
+    pytest --hypothesis-profile ci  derandomized, no deadline (also: KATA_HYPOTHESIS_PROFILE=ci)
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+from hypothesis import HealthCheck, Phase, Verbosity, settings
+
+from kata import impl as implementations
+from kata.manifest import CONCEPTS
+from kata.stub import NOT_IMPLEMENTED_PREFIX
+
+# ---- Hypothesis profiles ---------------------------------------------------------------------------------------
+# dev: what a student runs many times an hour. ci: the same examples on every run (derandomized), no deadline on a
+# loaded machine. thorough: many more examples, for an instructor before a release.
+_COMMON = dict(suppress_health_check=[HealthCheck.too_slow, HealthCheck.differing_executors], print_blob=False)
+settings.register_profile("dev", max_examples=25, deadline=None, **_COMMON)
+settings.register_profile("ci", max_examples=40, deadline=None, derandomize=True, database=None, **_COMMON)
+settings.register_profile(
+    "thorough", max_examples=400, deadline=None, database=None, verbosity=Verbosity.normal, **_COMMON
+)
+settings.load_profile(os.environ.get("KATA_HYPOTHESIS_PROFILE", "dev"))
+
+FRAME_MARKER = "frame"
+SLOW_MARKER = "slow"
+CONCEPT_MARKERS = tuple(concept.marker for concept in CONCEPTS)
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("kata")
+    group.addoption(
+        "--impl",
+        default=None,
+        help="implementation under test: exercises (default, or $KATA_IMPL), solutions, or a folder laid out "
+        "like exercises/",
+    )
+    group.addoption(
+        "--mistake",
+        default=None,
+        help="with --impl solutions: replace one function by a wrong one from mistakes/ (concept/name)",
+    )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    for concept in CONCEPTS:
+        config.addinivalue_line("markers", f"{concept.marker}: concept {concept.number}, {concept.title}")
+    config.addinivalue_line("markers", f"{FRAME_MARKER}: tests of the kata's own frame (not a concept)")
+    config.addinivalue_line("markers", f"{SLOW_MARKER}: integration runs (training); -m 'not slow' skips them")
+    config.addinivalue_line("markers", "lab: runs the lab end to end")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    # Every test belongs to exactly one concept or to the frame: the stub check and the grader rely on it.
+    for item in items:
+        owners = [m.name for m in item.iter_markers() if m.name in (*CONCEPT_MARKERS, FRAME_MARKER)]
+        if len(set(owners)) != 1:
+            raise pytest.UsageError(f"{item.nodeid} must carry exactly one concept marker or 'frame'; has {owners}")
+
+
+def pytest_report_header(config: pytest.Config) -> str:
+    spec = config.getoption("--impl") or implementations.default_spec()
+    mistake = config.getoption("--mistake")
+    profile = settings._current_profile  # noqa: SLF001 - the profile's name is only kept here
+    return f"kata: implementation {spec}" + (f" with mistake {mistake}" if mistake else "") + (
+        f" | hypothesis profile {profile}"
+    )
+
+
+@pytest.fixture(scope="session")
+def impl(request: pytest.FixtureRequest) -> implementations.Implementation:
+    """The implementation under test (see --impl); its public names resolve through the manifest."""
+    spec = request.config.getoption("--impl") or implementations.default_spec()
+    return implementations.load(spec, mistake=request.config.getoption("--mistake"))
+
+
+# ---- readable failures -----------------------------------------------------------------------------------------
+
+
+def _leaf_exceptions(error: BaseException) -> list[BaseException]:
+    if isinstance(error, BaseExceptionGroup):
+        return [leaf for inner in error.exceptions for leaf in _leaf_exceptions(inner)]
+    return [error]
+
+
+def _student_line(error: BaseException) -> str | None:
+    """One line for an untouched stub or a module that does not import; None for a real failure."""
+    for leaf in _leaf_exceptions(error):
+        if isinstance(leaf, NotImplementedError) and str(leaf).startswith(NOT_IMPLEMENTED_PREFIX):
+            return str(leaf)
+        if isinstance(leaf, implementations.ImplementationImportError):
+            return str(leaf)
+    return None
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):
+    outcome = yield
+    report = outcome.get_result()
+    if call.excinfo is not None and report.failed:
+        line = _student_line(call.excinfo.value)
+        if line is not None:
+            report.longrepr = line

@@ -1,0 +1,181 @@
+"""Load the implementation the tests, the lab and the grader run against.
+
+``load("exercises")`` and ``load("solutions")`` import the repository's packages. ``load(PATH)`` imports any folder
+laid out like ``exercises/`` (``~/submissions/student-7``) under a private package name, so it never shadows or
+disturbs the installed packages and two submissions can be loaded side by side. ``load("solutions",
+mistake="gae/truncation_as_termination")`` loads a fresh copy of the reference with one wrong function from the
+mistake catalogue bound in every module of that copy (the loops call it too).
+
+Concept modules are imported one at a time, when first needed: one that does not import fails its own concept's
+tests with a readable message and leaves the others alone.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import importlib.util
+import os
+import sys
+import traceback
+import types
+from pathlib import Path
+from typing import Any
+
+from kata.manifest import CONCEPTS, concept, concept_of_export
+
+ENVIRONMENT_VARIABLE = "KATA_IMPL"
+DEFAULT_IMPL = "exercises"
+REPOSITORY_ROOT = Path(__file__).resolve().parent.parent
+MISTAKES_ROOT = REPOSITORY_ROOT / "mistakes"
+NAMED_PACKAGES = ("exercises", "solutions")
+
+
+class ImplementationImportError(ImportError):
+    """A concept module of the implementation could not be imported; the message says where and why."""
+
+
+class Implementation:
+    """One implementation of the kata: attribute access resolves a public name through the manifest.
+
+    ``impl.gae_advantages`` imports only ``<package>.gae``; ``impl.module("gae")`` returns that module.
+    """
+
+    def __init__(self, label: str, package_name: str, root: Path) -> None:
+        self.label = label
+        self.package_name = package_name
+        self.root = root
+
+    def __repr__(self) -> str:
+        return f"Implementation({self.label!r} from {self.root})"
+
+    def module(self, concept_name: str) -> types.ModuleType:
+        concept(concept_name)  # a clear error for a misspelt concept
+        qualified = f"{self.package_name}.{concept_name}"
+        if qualified in sys.modules:
+            return sys.modules[qualified]
+        try:
+            return importlib.import_module(qualified)
+        except Exception as error:
+            where = self.root / f"{concept_name}.py"
+            last = traceback.extract_tb(error.__traceback__)[-1:] if error.__traceback__ else []
+            line = getattr(error, "lineno", None) or (last[0].lineno if last else "?")
+            raise ImplementationImportError(
+                f"{where} could not be imported ({type(error).__name__} near line {line}: {error}); "
+                f"fix it to run the {concept_name} tests"
+            ) from error
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        try:
+            owner = concept_of_export(name)
+        except KeyError:
+            raise AttributeError(f"{name!r} is not a public name of the kata (see kata/manifest.py)") from None
+        module = self.module(owner.name)
+        try:
+            return getattr(module, name)
+        except AttributeError:
+            raise AttributeError(
+                f"{self.root / (owner.name + '.py')} does not define {name}; keep the stub's name and signature"
+            ) from None
+
+
+def default_spec() -> str:
+    return os.environ.get(ENVIRONMENT_VARIABLE, DEFAULT_IMPL) or DEFAULT_IMPL
+
+
+def load(spec: str | os.PathLike[str] | None = None, *, mistake: str | None = None) -> Implementation:
+    """The implementation named by ``spec``: ``exercises``, ``solutions`` or a folder's path."""
+    spec = str(spec) if spec is not None else default_spec()
+    if mistake is not None:
+        return _load_with_mistake(spec, mistake)
+    if spec in NAMED_PACKAGES:
+        package = importlib.import_module(spec)
+        return Implementation(spec, spec, Path(package.__file__).resolve().parent)
+    return _load_folder(Path(spec).expanduser(), label=spec)
+
+
+def _load_folder(folder: Path, label: str, prefix: str = "kata_submission") -> Implementation:
+    folder = folder.resolve()
+    if not folder.is_dir():
+        raise ValueError(
+            f"--impl must be 'exercises', 'solutions' or a folder laid out like exercises/; {folder} is not a folder"
+        )
+    if not any((folder / f"{c.name}.py").exists() for c in CONCEPTS):
+        expected = ", ".join(f"{c.name}.py" for c in CONCEPTS)
+        raise ValueError(f"--impl folder {folder} holds none of the concept modules ({expected})")
+    digest = hashlib.sha1(str(folder).encode()).hexdigest()[:12]
+    package_name = f"{prefix}_{digest}"
+    if package_name not in sys.modules:
+        init = folder / "__init__.py"
+        if init.exists():
+            module_spec = importlib.util.spec_from_file_location(
+                package_name, init, submodule_search_locations=[str(folder)]
+            )
+            assert module_spec is not None and module_spec.loader is not None
+            package = importlib.util.module_from_spec(module_spec)
+            sys.modules[package_name] = package
+            try:
+                module_spec.loader.exec_module(package)
+            except Exception:
+                del sys.modules[package_name]
+                raise
+        else:  # a bare folder of concept modules: a package with nothing at its top
+            package = types.ModuleType(package_name)
+            package.__path__ = [str(folder)]
+            package.__file__ = None
+            sys.modules[package_name] = package
+    return Implementation(label, package_name, folder)
+
+
+def mistake_path(mistake: str) -> Path:
+    """``"gae/truncation_as_termination"`` -> its file in the catalogue (ValueError if there is none)."""
+    concept_name, _, name = mistake.partition("/")
+    concept(concept_name)
+    path = MISTAKES_ROOT / concept_name / f"{name}.py"
+    if not name or not path.exists():
+        raise ValueError(f"mistake must be 'concept/name' with a file in {MISTAKES_ROOT}; got {mistake!r}")
+    return path
+
+
+def _load_with_mistake(spec: str, mistake: str) -> Implementation:
+    path = mistake_path(mistake)
+    concept_name = mistake.partition("/")[0]
+    base = load(spec)
+    tag = mistake.replace("/", "__")
+    implementation = _load_folder(base.root, label=f"{spec}+{mistake}", prefix=f"kata_mistake_{tag}")
+    target = implementation.module(concept_name)
+
+    module_name = f"kata_mistake_catalogue_{tag}"
+    module_spec = importlib.util.spec_from_file_location(module_name, path)
+    assert module_spec is not None and module_spec.loader is not None
+    wrong = importlib.util.module_from_spec(module_spec)
+    module_spec.loader.exec_module(wrong)
+
+    overrides = {
+        name: value
+        for name, value in vars(wrong).items()
+        if callable(value) and getattr(value, "__module__", None) == module_name and hasattr(target, name)
+    }
+    if not overrides:
+        raise ValueError(f"{path} defines no function of {concept_name}.py to replace")
+    # Bind each wrong function wherever the copy refers to the right one: in its own module and in every module
+    # that imported it (the loops import the concept functions of their own package).
+    originals = {name: getattr(target, name) for name in overrides}
+    for module in _package_modules(implementation):
+        for attribute, value in list(vars(module).items()):
+            for name, original in originals.items():
+                if value is original:
+                    setattr(module, attribute, overrides[name])
+    return implementation
+
+
+def _package_modules(implementation: Implementation) -> list[types.ModuleType]:
+    modules = []
+    for c in CONCEPTS:
+        try:
+            modules.append(implementation.module(c.name))
+        except ImplementationImportError:
+            continue
+    return modules

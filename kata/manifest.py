@@ -1,0 +1,326 @@
+"""The kata's manifest: the eight concepts in teaching order, and everything the tools know about them.
+
+One source feeds the command line (`kata list`, `kata hint`, `kata status`), the grader (points), the packages'
+public names (`exercises/__init__.py`, `solutions/__init__.py`), the pytest markers, the mistake catalogue check
+and the study guide's numbering. Concept number ``i`` is GUIDE.md section ``§i``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Mistake:
+    """A wrong implementation kept in ``mistakes/<concept>/<name>.py``; the concept's tests must catch it."""
+
+    name: str
+    misunderstanding: str
+
+
+@dataclass(frozen=True)
+class Concept:
+    number: int
+    name: str  # module name in exercises/ and solutions/, and the pytest marker
+    title: str
+    points: float
+    guide_anchor: str  # GitHub-style anchor of the concept's section in GUIDE.md
+    summary: str
+    exports: tuple[str, ...]  # public names the concept module defines; the package re-exports them
+    hints: tuple[str, ...]  # from a gentle nudge to nearly the answer
+    mistakes: tuple[Mistake, ...]
+
+    @property
+    def marker(self) -> str:
+        return self.name
+
+    @property
+    def guide_section(self) -> str:
+        return f"GUIDE.md §{self.number}"
+
+
+CONCEPTS: tuple[Concept, ...] = (
+    Concept(
+        number=1,
+        name="reinforce",
+        title="REINFORCE: the score-function estimator and the detach contract",
+        points=10,
+        guide_anchor="1-reinforce-the-score-function-estimator",
+        summary="A surrogate loss whose gradient is the policy gradient; advantages enter as constants.",
+        exports=("reinforce_surrogate_loss", "discounted_reward_to_go", "categorical_entropy"),
+        hints=(
+            "The loss is not the objective: it is any scalar whose gradient equals the REINFORCE estimate. "
+            "Start from grad E[R] = E[grad log pi(a|s) * A].",
+            "Multiply log-probabilities by advantages and average. Which of the two may carry gradient?",
+            "Advantages are constants for the policy step: use `advantages.detach()` even if the caller "
+            "forgot, then return `-(log_probs * advantages).mean()`.",
+            "Reward-to-go runs backwards: G_t = r_t + gamma * G_{t+1}, and G_{t+1} is reset to 0 after a step "
+            "that ends an episode.",
+        ),
+        mistakes=(
+            Mistake("advantages_not_detached", "gradient flows into the advantages, so a critic would be "
+                    "trained by the policy loss"),
+            Mistake("loss_sign_flipped", "the loss is +mean(log pi * A): minimising it lowers the probability of "
+                    "good actions"),
+            Mistake("reward_to_go_ignores_episode_ends", "returns leak from one episode into the previous one"),
+            Mistake("entropy_of_probabilities_not_logits", "entropy computed as if the logits were "
+                    "probabilities"),
+        ),
+    ),
+    Concept(
+        number=2,
+        name="baselines",
+        title="Baselines: no baseline, the same-group mean, and RLOO",
+        points=10,
+        guide_anchor="2-baselines-group-means-and-leave-one-out",
+        summary="Group baselines change variance; the same-group mean also scales the gradient by (G-1)/G.",
+        exports=(
+            "no_baseline_advantages",
+            "group_mean_advantages",
+            "rloo_advantages",
+            "simulate_group_baseline_bias",
+        ),
+        hints=(
+            "Rewards come shaped [groups, G]: every row is one prompt's group of G sampled responses. "
+            "Baselines never mix rows.",
+            "The same-group mean includes r_i in its own baseline; RLOO averages the other G - 1 rewards only.",
+            "RLOO: b_i = (sum(r) - r_i) / (G - 1), so A_i = r_i - b_i = G/(G-1) * (r_i - mean(r)).",
+            "The simulation: draw each sample's score s ~ N(0, 1) and reward r = c + s + noise, so the true "
+            "gradient E[s * r] is 1. Average s * A within each group, then take the mean and std over groups.",
+        ),
+        mistakes=(
+            Mistake("rloo_includes_self", "the sample is included in its own baseline: that is the same-group "
+                    "mean, not leave-one-out"),
+            Mistake("groups_along_wrong_axis", "groups formed along the batch axis instead of within each row "
+                    "of [groups, G]"),
+            Mistake("rloo_divides_by_group_size", "the leave-one-out mean divided by G instead of G - 1"),
+            Mistake("simulation_scale_not_measured", "the simulation reports the predicted (G-1)/G instead of "
+                    "measuring the observed scale"),
+        ),
+    ),
+    Concept(
+        number=3,
+        name="gae",
+        title="GAE with two masks: bootstrap and trace cuts",
+        points=15,
+        guide_anchor="3-gae-two-masks-for-two-questions",
+        summary="`terminated` decides whether to bootstrap; `trace_cuts` decides whether the recursion goes on.",
+        exports=("gae_advantages",),
+        hints=(
+            "Two different questions: may this record bootstrap from V(next state)? may the backward recursion "
+            "carry the next record's advantage into this one?",
+            "delta_t = r_t + gamma * V(s_{t+1}) * (1 - terminated_t) - V(s_t). Use next_values, never values[t+1].",
+            "Walk t from the end: A_t = delta_t + gamma * lambda * (1 - trace_cuts_t) * A_{t+1}.",
+            "Work on 1-D [T] and time-major [T, N] alike by running the recursion over axis 0; return the "
+            "same kind of array you were given.",
+        ),
+        mistakes=(
+            Mistake("truncation_as_termination", "a record cut by a time limit or the buffer end is treated as "
+                    "terminal: no bootstrap from V(next state)"),
+            Mistake("bootstraps_from_terminal", "a terminated record still bootstraps from next_values"),
+            Mistake("recursion_leaks_across_cuts", "the backward recursion continues across a trace cut"),
+            Mistake("recursion_cut_by_terminated_only", "only `terminated` stops the recursion, so it leaks "
+                    "across truncations and buffer ends"),
+            Mistake("next_values_from_values_shift", "V(s_{t+1}) taken from values[t + 1] instead of "
+                    "next_values, which is wrong at every cut"),
+            Mistake("lambda_not_applied", "the recursion decays by gamma only, ignoring lambda"),
+        ),
+    ),
+    Concept(
+        number=4,
+        name="clipped_surrogate",
+        title="PPO's clipped objectives and diagnostics",
+        points=15,
+        guide_anchor="4-ppos-clipped-objectives-and-diagnostics",
+        summary="The pessimistic clipped surrogate, the clipped value loss, the entropy bonus and the "
+                "diagnostics (non-negative approximate KL, active clip fraction, ratio-outside fraction).",
+        exports=(
+            "clipped_surrogate_terms",
+            "clipped_policy_loss",
+            "clipped_value_loss",
+            "ppo_loss",
+            "approximate_kl",
+            "active_clip_fraction",
+            "ratio_outside_fraction",
+        ),
+        hints=(
+            "The ratio is exp(new_log_probs - old_log_probs); old log-probs are data, not parameters.",
+            "unclipped = r * A, clipped = clip(r, 1 - eps, 1 + eps) * A, pessimistic = min(unclipped, clipped). "
+            "Clip the ratio, never the advantage.",
+            "The value loss takes the max of the two squared errors, and the clipped prediction is "
+            "V_old + clip(V - V_old, -eps, eps): the clip is around the OLD value.",
+            "approx KL = mean((r - 1) - log r) is >= 0 for every sample. The clip is active where the clipped "
+            "branch is the smaller one and differs from the unclipped: A > 0 and r > 1 + eps, or A < 0 and "
+            "r < 1 - eps.",
+        ),
+        mistakes=(
+            Mistake("max_instead_of_min", "the optimistic max of the two branches instead of the pessimistic "
+                    "min"),
+            Mistake("policy_loss_sign_flipped", "the policy loss is +mean(pessimistic): minimising it lowers the "
+                    "objective"),
+            Mistake("advantage_clipped_not_ratio", "the advantage is clipped instead of the probability ratio"),
+            Mistake("value_clip_around_returns", "the value prediction is clipped around the returns instead of "
+                    "the old values"),
+            Mistake("value_loss_min_not_max", "min of the two value losses instead of max"),
+            Mistake("entropy_bonus_sign_flipped", "the entropy term is added to the loss, so minimising it "
+                    "lowers entropy"),
+            Mistake("entropy_never_added", "the entropy bonus is computed and never added to the loss"),
+            Mistake("kl_k1_can_go_negative", "the k1 estimate mean(old - new log-probs) reported as a "
+                    "non-negative KL"),
+            Mistake("clip_fraction_counts_ratio_outside", "the active clip fraction counts |r - 1| > eps, "
+                    "whatever the advantage's sign"),
+        ),
+    ),
+    Concept(
+        number=5,
+        name="ppo_cartpole",
+        title="Complete PPO on CartPole",
+        points=15,
+        guide_anchor="5-complete-ppo-on-cartpole",
+        summary="Environment flags into the two GAE masks, and the PPO update: shuffled minibatch epochs, "
+                "clipped losses, entropy, gradient-norm clipping and diagnostics.",
+        exports=("gae_masks", "bootstrap_values", "minibatch_indices", "ppo_update",
+                 "profile_config", "train_ppo", "aggregate_training_runs"),
+        hints=(
+            "Three flags, two masks: terminated says whether to bootstrap; terminated OR truncated OR the "
+            "rollout's last step says where the recursion stops.",
+            "At an autoreset the next observation is the new episode's first: bootstrap a truncated step from "
+            "V(final observation), never from V(reset observation).",
+            "One epoch is one permutation of all sample indices cut into minibatches: every sample once.",
+            "Compute old log-probs and values once, before the epochs, and never recompute them inside the "
+            "update; clip the gradient norm after backward() and before step().",
+        ),
+        mistakes=(
+            Mistake("truncation_as_termination", "truncation at the time limit treated as termination: no "
+                    "bootstrap"),
+            Mistake("bootstrap_from_reset_observation", "a truncated step bootstraps from the next episode's "
+                    "reset observation"),
+            Mistake("buffer_end_not_a_cut", "the rollout buffer's last step does not cut the trace"),
+            Mistake("minibatches_with_replacement", "minibatches drawn with replacement: samples repeat or are "
+                    "skipped within an epoch"),
+            Mistake("old_log_probs_recomputed", "old log-probs recomputed inside the update: the ratio is stuck "
+                    "at 1"),
+            Mistake("entropy_bonus_sign_flipped", "entropy with the wrong sign in the update's loss"),
+            Mistake("no_gradient_clipping", "the gradient norm is not clipped"),
+        ),
+    ),
+    Concept(
+        number=6,
+        name="response_masks",
+        title="Response masks and the causal shift",
+        points=10,
+        guide_anchor="6-response-masks-and-the-causal-shift",
+        summary="A 0/1 mask aligned with the labels input_ids[:, 1:], and token log-probs gathered with the "
+                "causal shift.",
+        exports=("response_token_mask", "token_log_probs"),
+        hints=(
+            "Logits at position t predict token t + 1: the labels are input_ids[:, 1:], so every mask and "
+            "log-prob has T - 1 columns.",
+            "Column j scores token j + 1. The first response token sits at index prompt_length, so its column "
+            "is prompt_length - 1.",
+            "Search for EOS only among response tokens (index >= prompt_length), stop at the first one, and "
+            "keep or drop its column with include_eos.",
+            "When pad_token_id == eos_token_id, the first such token after the prompt is the real EOS; "
+            "everything after it is padding.",
+        ),
+        mistakes=(
+            Mistake("mask_not_shifted", "the mask aligned with input_ids[:, :-1] instead of the labels "
+                    "input_ids[:, 1:]"),
+            Mistake("log_probs_not_shifted", "logits at position t scored against token t instead of t + 1"),
+            Mistake("prompt_in_mask", "prompt tokens are in the loss"),
+            Mistake("padding_in_mask", "padding after the response is in the loss"),
+            Mistake("eos_searched_in_prompt", "an EOS inside the prompt ends the response"),
+            Mistake("eos_dropped_when_pad_is_eos", "EOS dropped when pad_token_id == eos_token_id"),
+        ),
+    ),
+    Concept(
+        number=7,
+        name="token_objectives",
+        title="Token-level PPO: masked terms, reductions and exact sequence ratios",
+        points=15,
+        guide_anchor="7-token-level-ppo-masks-reductions-sequence-ratios",
+        summary="Masked per-token PPO terms, the token_mean / sequence_mean / sequence_sum_mean reductions, and "
+                "exact response-level ratios.",
+        exports=(
+            "masked_token_ppo_terms",
+            "masked_token_ppo_objective",
+            "sequence_log_probability_ratio",
+            "sequence_probability_ratio",
+        ),
+        hints=(
+            "Masked positions must not touch any output: replace their log-prob difference by 0 before exp, "
+            "so their ratio is exactly 1 and their terms exactly 0 (multiplying NaN by 0 is still NaN).",
+            "token_mean = sum(m * l) / sum(m); sequence_mean averages each row's token mean; "
+            "sequence_sum_mean averages each row's sum.",
+            "The response-level ratio is the product of token ratios: exp(sum over the response of "
+            "(new - old) log-probs). Sum in log space, exponentiate once.",
+            "Decide what a row with no response token contributes (see the docstring) and never divide 0 by 0.",
+        ),
+        mistakes=(
+            Mistake("token_mean_divides_by_batch", "token_mean divided by the number of rows instead of the "
+                    "number of response tokens"),
+            Mistake("sequence_mean_divides_by_padded_length", "sequence_mean divides each row by the padded "
+                    "length instead of its response length"),
+            Mistake("sequence_ratio_mean_of_token_ratios", "the sequence ratio as a mean of token ratios "
+                    "instead of their product"),
+            Mistake("masked_values_leak", "values at masked positions leak into the terms (mask applied after "
+                    "exp, so extremes overflow)"),
+            Mistake("mask_ignored_in_sequence_ratio", "prompt and padding columns summed into the sequence "
+                    "log-ratio"),
+        ),
+    ),
+    Concept(
+        number=8,
+        name="rloo_loop",
+        title="The RLOO loop: a tiny autoregressive policy learns from a verifier",
+        points=10,
+        guide_anchor="8-the-rloo-loop",
+        summary="Sample response groups with EOS and padding, RLOO advantages per prompt, frozen old token "
+                "log-probs, PPO epochs on the masked token objective.",
+        exports=(
+            "sample_responses",
+            "rloo_iteration",
+            "sequence_profile_config",
+            "train_tiny_sequence_policy",
+            "evaluate_sequence_policy",
+            "decode_sequence",
+        ),
+        hints=(
+            "Sample one token per step for every row at once; keep a `finished` flag per row.",
+            "Once a row has emitted EOS, every later token is PAD, whatever the model samples.",
+            "Reshape rewards to [prompts, G] before RLOO so groups never mix prompts.",
+            "Freeze old token log-probs under torch.no_grad() before the first epoch; the response mask comes "
+            "from response_token_mask with include_eos=True.",
+        ),
+        mistakes=(
+            Mistake("rloo_includes_self", "the sample is included in its own baseline"),
+            Mistake("groups_across_prompts", "groups formed across prompts instead of within each prompt"),
+            Mistake("causal_shift_off_by_one", "token log-probs aligned with input_ids[:, :-1]"),
+            Mistake("eos_excluded_from_loss", "the EOS token is left out of the loss, so stopping is never "
+                    "learned"),
+            Mistake("old_log_probs_not_frozen", "old log-probs recomputed with the current policy at every "
+                    "epoch"),
+            Mistake("tokens_after_eos", "sampling keeps emitting tokens after EOS"),
+        ),
+    ),
+)
+
+CONCEPTS_BY_NAME: dict[str, Concept] = {concept.name: concept for concept in CONCEPTS}
+MAX_POINTS: float = float(sum(concept.points for concept in CONCEPTS))
+
+
+def concept(name: str) -> Concept:
+    """The concept called ``name``; a ValueError lists the valid names otherwise."""
+    try:
+        return CONCEPTS_BY_NAME[name]
+    except KeyError:
+        valid = ", ".join(c.name for c in CONCEPTS)
+        raise ValueError(f"unknown concept {name!r}; expected one of: {valid}") from None
+
+
+def concept_of_export(public_name: str) -> Concept:
+    """The concept whose module defines ``public_name``."""
+    for candidate in CONCEPTS:
+        if public_name in candidate.exports:
+            return candidate
+    raise KeyError(public_name)

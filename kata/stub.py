@@ -1,0 +1,20 @@
+"""The one error every untouched stub raises."""
+
+from __future__ import annotations
+
+from kata.manifest import concept as concept_named
+from kata.manifest import concept_of_export
+
+NOT_IMPLEMENTED_PREFIX = "not implemented yet:"
+
+
+def not_implemented(function_name: str, concept: str | None = None) -> NotImplementedError:
+    """The error a stub raises: names the function, its concept, the GUIDE section and the hint command.
+
+    ``raise not_implemented("gae_advantages")`` reads, for a student:
+    ``not implemented yet: gae_advantages — GUIDE.md §3 (run `kata hint gae`)``.
+    """
+    owner = concept_named(concept) if concept else concept_of_export(function_name)
+    return NotImplementedError(
+        f"{NOT_IMPLEMENTED_PREFIX} {function_name} — {owner.guide_section} (run `kata hint {owner.name}`)"
+    )
