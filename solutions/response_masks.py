@@ -1,0 +1,86 @@
+"""Response masks and the causal shift: which label columns belong to the response, and their log-probs.
+
+A causal language model reads ``input_ids[:, :T-1]`` and its logits at position ``t`` predict token ``t + 1``. The
+labels are therefore ``input_ids[:, 1:]``: every per-token quantity of the loss has ``T - 1`` columns, and column
+``j`` scores token ``j + 1``. Rows are right-padded: ``[prompt ... | response ... EOS | PAD ...]``.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from kata.arrays import ArrayLike, like_inputs
+from kata.contracts.response_masks import response_mask_inputs, token_log_prob_inputs
+
+
+def response_token_mask(
+    input_ids: ArrayLike,
+    prompt_lengths: ArrayLike,
+    pad_token_id: int,
+    eos_token_id: int,
+    include_eos: bool,
+) -> ArrayLike:
+    """The 0/1 mask of response tokens, aligned with the labels ``input_ids[:, 1:]``.
+
+    Args:
+        input_ids: integer ``[B, T]``, ``T >= 2``: each row is its prompt followed by its response, right-padded.
+        prompt_lengths: integer ``[B]``, each in ``[1, T]``: the first ``prompt_lengths[i]`` tokens of row ``i``
+            are its prompt (a prompt as long as its row leaves an empty response).
+        pad_token_id, eos_token_id: token ids (``>= 0``); they may be equal.
+        include_eos: whether the EOS that ends a response is scored (it is, when the policy must learn to stop).
+
+    Returns:
+        int64 ``[B, T - 1]`` of 0 and 1 (a NumPy array for NumPy input, a tensor on ``input_ids``' device if any
+        input is a tensor). Column ``j`` is 1 exactly when token ``j + 1`` is a response token: the ones form one
+        run that starts at column ``prompt_lengths[i] - 1`` and ends at the first EOS found at or after index
+        ``prompt_lengths[i]`` (an EOS inside the prompt does not count; the EOS column is 1 only with
+        ``include_eos``). Everything after that EOS is padding, even when ``pad_token_id == eos_token_id``.
+        A response with no EOS runs to its last non-pad token. An empty response gives a row of zeros.
+
+    Example:
+        >>> response_token_mask(np.array([[1, 10, 11, 20, 21, 2, 0]]), np.array([3]),
+        ...                     pad_token_id=0, eos_token_id=2, include_eos=True)
+        array([[0, 0, 1, 1, 1, 0]])
+
+    Raises:
+        ValueError: non-integer ids, shapes that do not match, a prompt length outside ``[1, T]``.
+    """
+    ids, lengths, pad, eos, keep_eos = response_mask_inputs(
+        input_ids, prompt_lengths, pad_token_id, eos_token_id, include_eos
+    )
+    length = ids.shape[1]
+    positions = torch.arange(length, device=ids.device)
+    after_prompt = positions >= lengths[:, None]
+
+    # The first EOS after the prompt ends the response; one inside the prompt is just a prompt token.
+    is_eos = (ids == eos) & after_prompt
+    has_eos = is_eos.any(dim=1)
+    first_eos = is_eos.to(torch.int8).argmax(dim=1)  # argmax returns the first maximum
+    # Without an EOS the response runs to its last non-pad token (-1 when there is none: an empty response).
+    last_real = torch.where((ids != pad) & after_prompt, positions, -1).amax(dim=1)
+    last = torch.where(has_eos, first_eos - (0 if keep_eos else 1), last_real)
+
+    in_response = after_prompt & (positions <= last[:, None])
+    mask = in_response[:, 1:].to(torch.int64)  # label column j is token j + 1
+    return like_inputs(mask, input_ids, prompt_lengths)
+
+
+def token_log_probs(logits: ArrayLike, input_ids: ArrayLike) -> ArrayLike:
+    """Log-probabilities of the labels ``input_ids[:, 1:]`` under the logits that predict them.
+
+    Args:
+        logits: floating ``[B, T, V]``; ``logits[:, t]`` is the model's score of every token at position
+            ``t + 1``.
+        input_ids: integer ``[B, T]`` (``T >= 2``), ids in ``[0, V)``.
+
+    Returns:
+        ``[B, T - 1]`` in ``logits``' dtype: column ``j`` is ``log_softmax(logits[:, j])[input_ids[:, j + 1]]``.
+        Gradients flow into ``logits``; NumPy in, NumPy out.
+
+    Raises:
+        ValueError: non-floating logits, shapes that do not match, ids outside ``[0, V)``.
+    """
+    scores, ids = token_log_prob_inputs(logits, input_ids)
+    log_probs = torch.log_softmax(scores[:, :-1], dim=-1)
+    gathered = log_probs.gather(-1, ids[:, 1:, None]).squeeze(-1)
+    return like_inputs(gathered, logits, input_ids)
