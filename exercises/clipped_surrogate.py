@@ -1,0 +1,217 @@
+"""Exercise 4 — PPO's clipped objectives and diagnostics (GUIDE.md §4).
+
+PPO reuses one batch for several gradient steps. The data were sampled by the old policy, so each sample is
+reweighted by the probability ratio ``r = π_new(a|s) / π_old(a|s) = exp(new_log_prob - old_log_prob)``. To keep the
+new policy from exploiting that reweighting too far, the objective takes, per sample, the pessimistic (smaller) of
+
+- ``unclipped = r · A`` and
+- ``clipped = clip(r, 1 - ε, 1 + ε) · A``.
+
+Where the clipped branch is the smaller one and differs from the unclipped (A > 0 with r > 1 + ε, or A < 0 with
+r < 1 - ε), it is a constant: the sample's gradient is exactly zero. The value function gets the same treatment
+around its old prediction, and an entropy bonus keeps the policy from collapsing early. The diagnostics say how far
+one update moved the policy: a non-negative KL estimate, the fraction of samples whose clip binds, and the fraction
+whose ratio left ``[1 - ε, 1 + ε]`` at all.
+
+Every function accepts NumPy arrays or torch tensors. A scalar result is a 0-d tensor if any input is a tensor
+(autograd kept for the losses), else a 0-d NumPy array.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from kata.arrays import ArrayLike, check_positive, like_inputs
+from kata.contracts.clipped_surrogate import ppo_loss_inputs, ratio_inputs, surrogate_inputs, value_inputs
+from kata.stub import not_implemented
+
+
+def clipped_surrogate_terms(
+    new_log_probs: ArrayLike, old_log_probs: ArrayLike, advantages: ArrayLike, clip_epsilon: float
+) -> tuple[ArrayLike, ArrayLike, ArrayLike, ArrayLike]:
+    """Per-sample terms of PPO's clipped surrogate: ``(ratio, unclipped, clipped, pessimistic)``.
+
+    ``ratio = exp(new - old)``, ``unclipped = ratio · A``, ``clipped = clip(ratio, 1 - ε, 1 + ε) · A``,
+    ``pessimistic = min(unclipped, clipped)``. Old log-probs and advantages are data: they are detached, so gradient
+    reaches ``new_log_probs`` only.
+
+    Args:
+        new_log_probs: ``log π_new(a|s)``, any shape, floating (carries the gradient).
+        old_log_probs: ``log π_old(a|s)`` recorded when the data were sampled, the same shape.
+        advantages: ``A``, the same shape (no broadcasting: expand per-sequence advantages yourself).
+        clip_epsilon: ε > 0.
+
+    Returns:
+        Four arrays of ``new_log_probs``'s shape, in the promoted floating dtype, the same kind as the inputs.
+
+    Raises:
+        ValueError: shapes differ, inputs are empty, or ``clip_epsilon <= 0``.
+
+    Example:
+        >>> ratio, unclipped, clipped, pessimistic = clipped_surrogate_terms(
+        ...     np.log([1.5, 0.5]), np.zeros(2), np.array([1.0, 1.0]), clip_epsilon=0.2)
+        >>> pessimistic
+        array([1.2, 0.5])
+    """
+    new, old, adv, epsilon = surrogate_inputs(new_log_probs, old_log_probs, advantages, clip_epsilon)
+    # new, old, adv: floating tensors of one shape and dtype; epsilon: a float > 0. Old log-probs and advantages
+    # are data, not parameters. Return like_inputs((ratio, unclipped, clipped, pessimistic), new_log_probs,
+    # old_log_probs, advantages).
+    raise not_implemented("clipped_surrogate_terms")
+
+
+def clipped_policy_loss(
+    new_log_probs: ArrayLike, old_log_probs: ArrayLike, advantages: ArrayLike, clip_epsilon: float
+) -> ArrayLike:
+    """PPO's policy loss ``-mean(min(r · A, clip(r, 1 - ε, 1 + ε) · A))``: minimise it to raise the objective.
+
+    Arguments and errors as :func:`clipped_surrogate_terms`. Returns a scalar (see the module docstring).
+
+    Example:
+        >>> clipped_policy_loss(np.log([1.5, 0.5]), np.zeros(2), np.array([1.0, 1.0]), clip_epsilon=0.2)
+        array(-0.85)
+    """
+    new, old, adv, epsilon = surrogate_inputs(new_log_probs, old_log_probs, advantages, clip_epsilon)
+    # Reuse clipped_surrogate_terms(new, old, adv, epsilon); a loss is what an optimiser minimises.
+    raise not_implemented("clipped_policy_loss")
+
+
+def clipped_value_loss(
+    values: ArrayLike, old_values: ArrayLike, returns: ArrayLike, clip_epsilon: float
+) -> ArrayLike:
+    """PPO's clipped value loss ``0.5 · mean(max((V - R)², (V_old + clip(V - V_old, -ε, ε) - R)²))``.
+
+    The clipped prediction moves at most ε away from the OLD value; taking the max of the two squared errors makes
+    the loss pessimistic, as for the policy: it is never below the plain ``0.5 · mean((V - R)²)``, and equals it
+    wherever ``|V - V_old| <= ε``. Old values and returns are detached; gradient reaches ``values`` only.
+
+    Args:
+        values: the critic's current predictions ``V``, any shape, floating.
+        old_values: ``V_old`` recorded with the data, the same shape.
+        returns: regression targets ``R``, the same shape.
+        clip_epsilon: ε > 0, in the units of the values.
+
+    Returns:
+        A scalar (see the module docstring).
+
+    Raises:
+        ValueError: shapes differ, inputs are empty, or ``clip_epsilon <= 0``.
+
+    Example:
+        >>> clipped_value_loss(np.array([3.0]), np.array([1.0]), np.array([3.0]), clip_epsilon=0.5)
+        array(1.125)
+    """
+    new, old, target, epsilon = value_inputs(values, old_values, returns, clip_epsilon)
+    # new, old, target: floating tensors of one shape and dtype; epsilon: a float > 0. Around which value is the
+    # prediction clipped? Which of the two squared errors is kept?
+    raise not_implemented("clipped_value_loss")
+
+
+def ppo_loss(
+    policy_loss: ArrayLike,
+    value_loss: ArrayLike,
+    entropy: ArrayLike,
+    value_coefficient: float,
+    entropy_coefficient: float,
+) -> ArrayLike:
+    """The total PPO loss ``policy_loss + c_v · value_loss - c_e · mean(entropy)``.
+
+    The entropy is a bonus: more entropy lowers the loss, so minimising the loss keeps the policy exploring.
+
+    Args:
+        policy_loss: a scalar (one number), e.g. :func:`clipped_policy_loss`.
+        value_loss: a scalar, e.g. :func:`clipped_value_loss`.
+        entropy: per-sample entropies, any non-empty shape (averaged here).
+        value_coefficient: ``c_v >= 0``.
+        entropy_coefficient: ``c_e >= 0``.
+
+    Returns:
+        A scalar (see the module docstring), autograd kept through all three terms.
+
+    Raises:
+        ValueError: a loss is not a single number, ``entropy`` is empty, or a coefficient is negative.
+
+    Example:
+        >>> ppo_loss(np.array(1.0), np.array(2.0), np.array([0.5, 1.5]), value_coefficient=0.5,
+        ...          entropy_coefficient=0.1)
+        array(1.9)
+    """
+    policy, value, entropy_t, c_value, c_entropy = ppo_loss_inputs(
+        policy_loss, value_loss, entropy, value_coefficient, entropy_coefficient
+    )
+    # policy, value: 0-d tensors; entropy_t: a tensor; c_value, c_entropy: floats >= 0. Which way must the
+    # entropy term push the loss? Return like_inputs(total, policy_loss, value_loss, entropy).
+    raise not_implemented("ppo_loss")
+
+
+def approximate_kl(new_log_probs: ArrayLike, old_log_probs: ArrayLike) -> ArrayLike:
+    """The non-negative estimate ``mean((r - 1) - log r)`` of ``KL(π_old ‖ π_new)``, with ``r = exp(new - old)``.
+
+    With samples drawn from the old policy, ``E_old[r - 1] = 0``, so this has the same expectation as the plain
+    ``mean(-log r)`` (k1), but every term is ``>= 0`` (since ``log r <= r - 1``) and 0 only where ``r = 1``: it
+    cannot report a negative divergence, and it has lower variance when the policies are close.
+
+    Args:
+        new_log_probs: ``log π_new(a|s)``, any shape, floating.
+        old_log_probs: ``log π_old(a|s)`` for the same samples, the same shape.
+
+    Returns:
+        A scalar ``>= 0`` (see the module docstring); call ``.item()`` or ``float()`` on it to log it.
+
+    Raises:
+        ValueError: shapes differ, or inputs are empty.
+
+    Example:
+        >>> approximate_kl(np.log([2.0, 0.5]), np.zeros(2))
+        array(0.25)
+    """
+    new, old = ratio_inputs(new_log_probs, old_log_probs)
+    # new, old: floating tensors of one shape and dtype. Every per-sample term must be >= 0.
+    raise not_implemented("approximate_kl")
+
+
+def active_clip_fraction(
+    new_log_probs: ArrayLike, old_log_probs: ArrayLike, advantages: ArrayLike, clip_epsilon: float
+) -> ArrayLike:
+    """Fraction of samples whose clip binds: ``A > 0 and r > 1 + ε``, or ``A < 0 and r < 1 - ε``.
+
+    Exactly these samples contribute zero gradient to :func:`clipped_policy_loss`. A ratio outside the interval on
+    the other side (``A > 0 and r < 1 - ε``) is not clipped: the min picks the unclipped branch.
+
+    Arguments and errors as :func:`clipped_surrogate_terms`. Returns a scalar in [0, 1] (see the module docstring),
+    without gradient.
+
+    Example:
+        >>> active_clip_fraction(np.log([1.5, 0.5, 1.5, 1.0]), np.zeros(4), np.array([1.0, 1.0, -1.0, 1.0]),
+        ...                      clip_epsilon=0.2)
+        array(0.25)
+    """
+    new, old, adv, epsilon = surrogate_inputs(new_log_probs, old_log_probs, advantages, clip_epsilon)
+    # Count the samples where the clipped branch is the one min() picks AND differs from the unclipped one.
+    raise not_implemented("active_clip_fraction")
+
+
+def ratio_outside_fraction(new_log_probs: ArrayLike, old_log_probs: ArrayLike, clip_epsilon: float) -> ArrayLike:
+    """Fraction of samples whose ratio left the trust interval: ``|r - 1| > ε``, whatever the advantage.
+
+    Always at least :func:`active_clip_fraction`: it also counts ratios outside on the side the clip ignores.
+
+    Args:
+        new_log_probs: ``log π_new(a|s)``, any shape, floating.
+        old_log_probs: ``log π_old(a|s)``, the same shape.
+        clip_epsilon: ε > 0.
+
+    Returns:
+        A scalar in [0, 1] (see the module docstring), without gradient.
+
+    Raises:
+        ValueError: shapes differ, inputs are empty, or ``clip_epsilon <= 0``.
+
+    Example:
+        >>> ratio_outside_fraction(np.log([1.5, 0.5, 1.1, 1.0]), np.zeros(4), clip_epsilon=0.2)
+        array(0.5)
+    """
+    new, old = ratio_inputs(new_log_probs, old_log_probs)
+    epsilon = check_positive("clip_epsilon", clip_epsilon)
+    # Count |r - 1| > epsilon, whatever the advantage.
+    raise not_implemented("ratio_outside_fraction")

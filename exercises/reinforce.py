@@ -1,0 +1,95 @@
+"""Exercise 1 — REINFORCE: the score-function estimator and the detach contract (GUIDE.md §1).
+
+The policy gradient is ``∇θ E[R] = E[∇θ log πθ(a|s) · A]``: the reward is never differentiated, only the
+log-probability of the action that was taken. An autograd framework gets there through a *surrogate loss*, a scalar
+whose gradient equals (minus) that estimate: ``L = -mean(log π(a|s) · A)``. The advantage ``A`` must enter as a
+constant: if gradient flowed into it, the loss would also train whatever computed it (a critic, a reward model) in the
+direction that makes the policy's loss small, which is not what either of them is for.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from kata.arrays import ArrayLike, like_inputs
+from kata.contracts.reinforce import entropy_inputs, reward_to_go_inputs, surrogate_inputs
+from kata.stub import not_implemented
+
+
+def reinforce_surrogate_loss(log_probs: ArrayLike, advantages: ArrayLike) -> ArrayLike:
+    """The REINFORCE surrogate loss ``-mean(log_probs · advantages)``, with the advantages held constant.
+
+    Minimising it follows the policy gradient: its gradient with respect to the policy's parameters is
+    ``-mean(A · ∇ log π)``. The advantages are detached even when they require grad, so no gradient ever reaches
+    them (or whatever computed them).
+
+    Args:
+        log_probs: log-probabilities ``log π(a_i|s_i)`` of the actions taken, any shape (usually ``[N]``), floating.
+        advantages: ``A_i``, the same shape (no broadcasting).
+
+    Returns:
+        A scalar: a 0-d tensor (autograd to ``log_probs`` kept) if either input is a tensor, else a 0-d NumPy array.
+
+    Raises:
+        ValueError: the shapes differ, or the inputs are empty.
+
+    Example:
+        >>> reinforce_surrogate_loss(np.array([-0.5, -2.0]), np.array([2.0, -1.0]))
+        array(-0.5)
+    """
+    log_probs_t, advantages_t = surrogate_inputs(log_probs, advantages)
+    # log_probs_t, advantages_t: floating tensors of one shape and dtype. Which of the two may carry gradient?
+    # Return like_inputs(loss, log_probs, advantages) so NumPy callers get NumPy back.
+    raise not_implemented("reinforce_surrogate_loss")
+
+
+def discounted_reward_to_go(rewards: ArrayLike, episode_ends: ArrayLike, gamma: float) -> ArrayLike:
+    """Discounted returns from each step to the end of its episode: ``G_t = r_t + γ (1 - end_t) G_{t+1}``.
+
+    A step that ends an episode starts a fresh sum: nothing after it is credited to it or to anything before it.
+    A trace that runs off the end of the array stops there (``G_T = 0``).
+
+    Args:
+        rewards: ``[T]`` or time-major ``[T, N]`` (N independent streams) floating rewards.
+        episode_ends: bool or 0/1, the same shape: step t is the last step of its episode.
+        gamma: discount in [0, 1].
+
+    Returns:
+        Returns of the same shape, the same kind of array as ``rewards`` (autograd kept for tensors).
+
+    Raises:
+        ValueError: ``rewards`` is not 1-D or 2-D, shapes differ, the mask is not 0/1, gamma is outside [0, 1].
+
+    Example:
+        >>> discounted_reward_to_go(np.array([1.0, 1.0, 1.0]), np.array([0, 1, 0]), gamma=0.5)
+        array([1.5, 1. , 1. ])
+    """
+    rewards_t, ends, gamma_value = reward_to_go_inputs(rewards, episode_ends, gamma)
+    # rewards_t: [T] or [T, N] floats; ends: a bool tensor of that shape; gamma_value: a float. Walk t backwards
+    # over axis 0 and build the result without in-place writes (keep autograd), then like_inputs(result, rewards).
+    raise not_implemented("discounted_reward_to_go")
+
+
+def categorical_entropy(logits: ArrayLike) -> ArrayLike:
+    """Entropy ``H = -Σ_k p_k log p_k`` of the categorical distribution ``p = softmax(logits)`` over the last axis.
+
+    Computed from ``log_softmax`` (never ``log(softmax)``), so it stays finite for logits of any size: an action
+    whose probability underflows to 0 contributes exactly 0. A logit of -inf marks an action that cannot be taken.
+
+    Args:
+        logits: ``[..., K]`` floating unnormalised log-probabilities; no NaN or +inf, at least one finite per row.
+
+    Returns:
+        ``logits.shape[:-1]`` entropies in ``[0, log K]``, the same kind of array as ``logits`` (autograd kept).
+
+    Raises:
+        ValueError: no last axis, an empty action axis, NaN or +inf, or a row with every logit -inf.
+
+    Example:
+        >>> categorical_entropy(np.array([[0.0, 0.0], [0.0, -1e9]]))
+        array([0.69314718, 0.        ])
+    """
+    logits_t = entropy_inputs(logits)
+    # logits_t: [..., K] floats. Work with log-probabilities from a numerically stable function, and make sure an
+    # action of probability 0 adds exactly 0 (not NaN). Return like_inputs(entropy, logits).
+    raise not_implemented("categorical_entropy")
