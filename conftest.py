@@ -21,7 +21,12 @@ from kata.stub import NOT_IMPLEMENTED_PREFIX
 # ---- Hypothesis profiles ---------------------------------------------------------------------------------------
 # dev: what a student runs many times an hour. ci: the same examples on every run (derandomized), no deadline on a
 # loaded machine. thorough: many more examples, for an instructor before a release.
-_COMMON = dict(suppress_health_check=[HealthCheck.too_slow, HealthCheck.differing_executors], print_blob=False)
+# The explain phase traces coverage of every failing example: seconds per failing test, for a line of output a
+# student does not need. Shrinking stays: the smallest counterexample is what a failure message should show.
+_PHASES = (Phase.explicit, Phase.reuse, Phase.generate, Phase.target, Phase.shrink)
+_COMMON = dict(
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.differing_executors], print_blob=False, phases=_PHASES
+)
 settings.register_profile("dev", max_examples=25, deadline=None, **_COMMON)
 settings.register_profile("ci", max_examples=40, deadline=None, derandomize=True, database=None, **_COMMON)
 settings.register_profile(

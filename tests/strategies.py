@@ -32,25 +32,200 @@ unit_interval = st.floats(0.0, 1.0, allow_nan=False)
 clip_epsilons = st.floats(0.01, 0.5, allow_nan=False)
 
 # ---- 1. reinforce ----------------------------------------------------------------------------------------------
-# (reinforce strategies)
+
+def sample_shapes(max_samples: int = 12) -> st.SearchStrategy[tuple[int, ...]]:
+    """A batch of samples [N], or [B, N] (sequences of per-step samples)."""
+    return st.one_of(st.tuples(st.integers(1, max_samples)), st.tuples(st.integers(1, 3), st.integers(1, 4)))
+
+
+@st.composite
+def surrogate_batches(draw, max_samples: int = 12) -> dict:
+    """Keyword arguments for reinforce_surrogate_loss: log-probabilities <= 0 and advantages of one shape, [N] or
+    [B, N]."""
+    shape = draw(sample_shapes(max_samples))
+    return dict(log_probs=draw(float_arrays(shape, -10.0, 0.0)), advantages=draw(float_arrays(shape, -10.0, 10.0)))
+
+
+@st.composite
+def softmax_policies(draw, max_actions: int = 6) -> tuple[np.ndarray, np.ndarray]:
+    """A one-state softmax policy's logits [K] (2 <= K <= 6, |logit| <= 3) and each action's reward [K]."""
+    actions = draw(st.integers(2, max_actions))
+    return draw(float_arrays((actions,), -3.0, 3.0)), draw(float_arrays((actions,), -10.0, 10.0))
+
+
+@st.composite
+def reward_streams(draw, time_major: bool | None = None, max_steps: int = 10, max_envs: int = 3) -> dict:
+    """Keyword arguments for discounted_reward_to_go: [T] or time-major [T, N] rewards, frequent episode ends, and
+    gamma with the endpoints 0 and 1 drawn often."""
+    batched = draw(st.booleans()) if time_major is None else time_major
+    steps = draw(st.integers(min_steps, max_steps))
+    shape = (steps, draw(st.integers(1, max_envs))) if batched else (steps,)
+    return dict(
+        rewards=draw(float_arrays(shape, -10.0, 10.0)),
+        episode_ends=draw(bool_arrays(shape)),
+        gamma=draw(st.one_of(st.just(1.0), st.just(0.0), unit_interval)),
+    )
+
+
+@st.composite
+def logits_arrays(draw, low: float = -20.0, high: float = 20.0) -> np.ndarray:
+    """Logits [..., K]: 1 to 3 axes, K from 1 to 6 actions, values in [low, high]."""
+    shape = draw(hnp.array_shapes(min_dims=1, max_dims=3, min_side=1, max_side=6))
+    return draw(float_arrays(shape, low, high))
 
 # ---- 2. baselines ----------------------------------------------------------------------------------------------
-# (baselines strategies)
+
+@st.composite
+def group_rewards(draw, min_group_size: int = 2, max_group_size: int = 6, max_groups: int = 5) -> np.ndarray:
+    """Rewards shaped [groups, G]; groups and G differ often, so a mean over the wrong axis shows."""
+    groups = draw(st.integers(1, max_groups))
+    group_size = draw(st.integers(min_group_size, max_group_size))
+    return draw(float_arrays((groups, group_size), -10.0, 10.0))
 
 # ---- 3. gae ----------------------------------------------------------------------------------------------------
-# (gae strategies)
+
+@st.composite
+def gae_batches(
+    draw, time_major: bool | None = None, min_steps: int = 1, max_steps: int = 10, max_envs: int = 3
+) -> dict:
+    """Keyword arguments for gae_advantages: [T] records, or time-major [T, N] when time_major (either if None).
+
+    Cuts are frequent and every terminated record is cut, as the contract requires; gamma and lambda cover [0, 1]
+    with the endpoints drawn often.
+    """
+    batched = draw(st.booleans()) if time_major is None else time_major
+    steps = draw(st.integers(min_steps, max_steps))
+    shape = (steps, draw(st.integers(1, max_envs))) if batched else (steps,)
+    terminated = draw(bool_arrays(shape))
+    trace_cuts = terminated | draw(bool_arrays(shape))
+    return dict(
+        rewards=draw(float_arrays(shape, -10.0, 10.0)),
+        values=draw(float_arrays(shape, -10.0, 10.0)),
+        next_values=draw(float_arrays(shape, -10.0, 10.0)),
+        terminated=terminated,
+        trace_cuts=trace_cuts,
+        gamma=draw(st.one_of(st.just(1.0), st.just(0.0), unit_interval)),
+        gae_lambda=draw(st.one_of(st.just(1.0), st.just(0.0), unit_interval)),
+    )
 
 # ---- 4. clipped_surrogate --------------------------------------------------------------------------------------
-# (clipped_surrogate strategies)
+
+@st.composite
+def ppo_batches(draw, max_samples: int = 12) -> dict:
+    """Keyword arguments for clipped_surrogate_terms: old log-probs in [-5, 0], new = old + a shift in [-1, 1] (so
+    ratios fall on both sides of [1 - eps, 1 + eps]), advantages in [-10, 10] with zeros and both signs drawn, of
+    one shape [N] or [B, N], and clip_epsilon in [0.01, 0.5]."""
+    shape = draw(sample_shapes(max_samples))
+    old = draw(float_arrays(shape, -5.0, 0.0))
+    shift = draw(float_arrays(shape, -1.0, 1.0))
+    advantages = draw(hnp.arrays(np.float64, shape, elements=st.one_of(st.just(0.0), floats(-10.0, 10.0))))
+    return dict(new_log_probs=old + shift, old_log_probs=old, advantages=advantages,
+                clip_epsilon=draw(clip_epsilons))
+
+
+@st.composite
+def value_batches(draw, max_samples: int = 12) -> dict:
+    """Keyword arguments for clipped_value_loss: old values and returns in [-10, 10], new values within 3 of the old
+    (inside and outside the clip range), one shape [N] or [B, N], clip_epsilon in [0.01, 0.5]."""
+    shape = draw(sample_shapes(max_samples))
+    old = draw(float_arrays(shape, -10.0, 10.0))
+    return dict(values=old + draw(float_arrays(shape, -3.0, 3.0)), old_values=old,
+                returns=draw(float_arrays(shape, -10.0, 10.0)), clip_epsilon=draw(clip_epsilons))
+
+
+@st.composite
+def categorical_pairs(draw, max_actions: int = 6) -> tuple[np.ndarray, np.ndarray]:
+    """Two categorical distributions over the same K actions (2 <= K <= 6), as logits in [-3, 3]."""
+    actions = draw(st.integers(2, max_actions))
+    return draw(float_arrays((actions,), -3.0, 3.0)), draw(float_arrays((actions,), -3.0, 3.0))
 
 # ---- 5. ppo_cartpole -------------------------------------------------------------------------------------------
 # (ppo_cartpole strategies)
 
 # ---- 6. response_masks -----------------------------------------------------------------------------------------
-# (response_masks strategies)
+# Token ids 0..7: small, so that EOS and PAD ids turn up inside prompts and junk tails. The structure of a batch
+# (lengths, which tail) is drawn by Hypothesis and shrinks; token contents come from a drawn seed, which keeps a
+# concept's tests within their time budget.
+TOKEN_VOCABULARY = 8
+seeds = st.integers(0, 2**32 - 1)
+
+
+@st.composite
+def response_batches(draw, max_rows: int = 4, max_length: int = 12) -> dict:
+    """Keyword arguments for response_token_mask except include_eos: right-padded rows [prompt | response | tail].
+
+    ``pad_token_id == eos_token_id`` half of the time. Prompts draw from every id (EOS and PAD included); response
+    tokens are neither PAD nor EOS; the tail is padding, or an EOS followed by padding or by junk of any id
+    (nothing after the first EOS may count). Responses may be empty or fill the row without an EOS.
+    """
+    pad = draw(st.sampled_from([0, 1]))
+    eos = draw(st.sampled_from([pad, 2]))
+    words = np.array([token for token in range(TOKEN_VOCABULARY) if token not in (pad, eos)])
+    length = draw(st.integers(2, max_length))
+    rows = draw(st.integers(1, max_rows))
+    random = np.random.default_rng(draw(seeds))
+    input_ids = random.integers(0, TOKEN_VOCABULARY, size=(rows, length))  # prompts and junk: any id
+    prompt_lengths = np.empty(rows, dtype=np.int64)
+    for i in range(rows):
+        prompt_length = draw(st.integers(1, length))
+        size = draw(st.integers(0, length - prompt_length))
+        end = prompt_length + size
+        input_ids[i, prompt_length:end] = random.choice(words, size=size)
+        tail = draw(st.sampled_from(["padding", "eos then padding", "eos then junk"])) if end < length else ""
+        if tail == "padding":
+            input_ids[i, end:] = pad
+        elif tail:
+            input_ids[i, end] = eos
+            if tail == "eos then padding":
+                input_ids[i, end + 1:] = pad
+        prompt_lengths[i] = prompt_length
+    return dict(input_ids=input_ids, prompt_lengths=prompt_lengths, pad_token_id=pad, eos_token_id=eos)
+
+
+@st.composite
+def logits_and_ids(draw, max_rows: int = 3, max_length: int = 6, max_vocabulary: int = 6) -> tuple:
+    """``(logits [B, T, V], input_ids [B, T])`` with T >= 2 and ids in [0, V); logits uniform in [-10, 10]."""
+    rows, length = draw(st.integers(1, max_rows)), draw(st.integers(2, max_length))
+    vocabulary = draw(st.integers(2, max_vocabulary))
+    random = np.random.default_rng(draw(seeds))
+    logits = random.uniform(-10.0, 10.0, size=(rows, length, vocabulary))
+    return logits, random.integers(0, vocabulary, size=(rows, length))
 
 # ---- 7. token_objectives ---------------------------------------------------------------------------------------
-# (token_objectives strategies)
+# Values a masked position may hold: extremes of either sign in log space, far beyond exp's float64 range.
+MASKED_EXTREMES = (1e4, -1e4, 50.0, -50.0, 800.0, -800.0)
+
+
+@st.composite
+def token_objective_batches(
+    draw, max_rows: int = 5, max_length: int = 8, equal_lengths: bool = False, allow_empty: bool = True
+) -> dict:
+    """Keyword arguments for masked_token_ppo_terms: [B, L] log-probs, [B] advantages, a 0/1 int64 mask.
+
+    Each row's mask is one run of ones (as response_token_mask gives) at a drawn offset; rows have different
+    lengths unless ``equal_lengths``, and may be empty when ``allow_empty``. Log-probs at response positions are
+    uniform in [-4, 0] (ratios up to e^4 from 1: both the clipped and the unclipped branch bind), advantages in
+    [-5, 5]; masked positions hold moderate junk here, and the tests overwrite them with MASKED_EXTREMES.
+    """
+    rows, length = draw(st.integers(1, max_rows)), draw(st.integers(1, max_length))
+    minimum = 0 if allow_empty and not equal_lengths else 1
+    shared = draw(st.integers(minimum, length))
+    mask = np.zeros((rows, length), dtype=np.int64)
+    for i in range(rows):
+        size = shared if equal_lengths else draw(st.integers(minimum, length))
+        start = draw(st.integers(0, length - size))
+        mask[i, start:start + size] = 1
+    random = np.random.default_rng(draw(seeds))
+    response = mask == 1
+    new, old = (np.where(response, random.uniform(-4.0, 0.0, mask.shape), random.uniform(-100.0, 100.0, mask.shape))
+                for _ in range(2))
+    return dict(
+        new_log_probs=new,
+        old_log_probs=old,
+        advantages=random.uniform(-5.0, 5.0, rows),
+        mask=mask,
+        clip_epsilon=draw(clip_epsilons),
+    )
 
 # ---- 8. rloo_loop ----------------------------------------------------------------------------------------------
 # (rloo_loop strategies)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import torch
 
 from kata.arrays import (
@@ -45,8 +46,10 @@ def entropy_inputs(logits: ArrayLike) -> torch.Tensor:
     """``logits`` as a floating tensor ``[..., K]`` with ``K >= 1``: no NaN, no +inf, and at least one finite logit
     per distribution (-inf marks an action that cannot be taken)."""
     logits_t = as_float_tensor(logits, "logits")
-    if logits_t.ndim < 1 or logits_t.shape[-1] < 1:
-        raise ValueError(f"logits must have a last axis of K >= 1 actions; got shape {tuple(logits_t.shape)}")
+    # The caller's shape, not the tensor's: a 0-d NumPy array comes out of the conversion as shape [1].
+    shape = tuple(logits.shape) if hasattr(logits, "shape") else np.shape(logits)
+    if len(shape) < 1 or shape[-1] < 1:
+        raise ValueError(f"logits must have a last axis of K >= 1 actions; got shape {shape}")
     plain = logits_t.detach()
     if torch.isnan(plain).any() or (plain == float("inf")).any():
         raise ValueError("logits must not hold NaN or +inf (use -inf, or a large negative number, to mask an action)")

@@ -21,12 +21,12 @@ class TokenLogProbs(NamedTuple):
 
 
 def token_log_prob_pair(new_log_probs: ArrayLike, old_log_probs: ArrayLike, mask: ArrayLike) -> TokenLogProbs:
-    """Check ``new_log_probs``, ``old_log_probs`` and ``mask``: all ``[B, L]`` with ``B >= 1``, no broadcasting."""
+    """Check ``new_log_probs``, ``old_log_probs`` and ``mask``: all ``[B, L]``, ``B, L >= 1``, no broadcasting."""
     new = as_float_tensor(new_log_probs, "new_log_probs")
     old = as_float_tensor(old_log_probs, "old_log_probs", like=new)
     check_ndim("new_log_probs", new, (2,))
-    if new.shape[0] < 1:
-        raise ValueError(f"new_log_probs must be [B, L] with B >= 1 rows; got shape {tuple(new.shape)}")
+    if new.shape[0] < 1 or new.shape[1] < 1:
+        raise ValueError(f"new_log_probs must be [B, L] with B >= 1 and L >= 1; got shape {tuple(new.shape)}")
     bool_mask = check_binary_mask("mask", mask).to(new.device)
     for name, value in (("old_log_probs", old), ("mask", bool_mask)):
         if tuple(value.shape) != tuple(new.shape):

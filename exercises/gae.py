@@ -1,0 +1,63 @@
+"""Exercise 3 — generalised advantage estimation with two masks (GUIDE.md §3).
+
+Two different questions decide how a record's advantage is built:
+
+- ``terminated[t]``: did the task end at this step? Then there is no next state to value: the TD residual does not
+  bootstrap, ``δ_t = r_t - V(s_t)``. Otherwise ``δ_t = r_t + γ V(s_{t+1}) - V(s_t)``, with ``V(s_{t+1})`` taken from
+  ``next_values[t]`` (the value of the observation this step produced, even when a time limit or the rollout's end
+  cut the record: that is exactly when it is needed).
+- ``trace_cuts[t]``: may the backward recursion carry the next record's advantage into this one? Not when the next
+  record belongs to another episode or another rollout: ``A_t = δ_t + γλ (1 - cut_t) A_{t+1}``.
+
+Termination always cuts the trace; a cut (time limit, rollout end) does not always terminate.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from kata.arrays import ArrayLike, like_inputs
+from kata.contracts.gae import gae_inputs
+from kata.stub import not_implemented
+
+
+def gae_advantages(
+    rewards: ArrayLike,
+    values: ArrayLike,
+    next_values: ArrayLike,
+    terminated: ArrayLike,
+    trace_cuts: ArrayLike,
+    gamma: float,
+    gae_lambda: float,
+) -> ArrayLike:
+    """Generalised advantage estimates, with separate bootstrap and trace masks.
+
+    Args:
+        rewards: ``[T]`` or time-major ``[T, N]`` rewards ``r_t``.
+        values: ``V(s_t)``, the same shape.
+        next_values: ``V(s_{t+1})`` for the observation step t produced, the same shape. Ignored where
+            ``terminated``.
+        terminated: bool or 0/1, the same shape: the task ended at step t (no bootstrap).
+        trace_cuts: bool or 0/1, the same shape: the recursion must not continue from t into t + 1 (episode end,
+            time limit, rollout end). Must be True wherever ``terminated`` is.
+        gamma: discount in [0, 1].
+        gae_lambda: trace decay λ in [0, 1]; λ = 0 gives the TD residual, λ = 1 the Monte Carlo return minus V.
+
+    Returns:
+        Advantages of the same shape, NumPy for NumPy input, a tensor (autograd kept) for tensor input, in the
+        promoted floating dtype of the three value arrays.
+
+    Raises:
+        ValueError: shapes differ or are not 1-D/2-D, masks are not 0/1, a terminated record is not cut, gamma or
+            gae_lambda is outside [0, 1].
+
+    Example (the lab's two records: a rollout-buffer cut that still bootstraps, then a terminal):
+        >>> gae_advantages(np.array([1.0, 100.0]), np.array([2.0, 0.0]), np.array([10.0, 0.0]),
+        ...                np.array([False, True]), np.array([True, True]), gamma=0.9, gae_lambda=1.0)
+        array([  8., 100.])
+    """
+    x = gae_inputs(rewards, values, next_values, terminated, trace_cuts, gamma, gae_lambda)
+    # x.rewards, x.values, x.next_values: checked floating tensors of one shape; x.terminated, x.trace_cuts: bool
+    # tensors; x.gamma, x.gae_lambda: floats. Compute in torch, then return like_inputs(result, rewards, values,
+    # next_values) so NumPy callers get NumPy back. Build the result without in-place writes (keep autograd).
+    raise not_implemented("gae_advantages")
