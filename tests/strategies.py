@@ -54,7 +54,9 @@ def softmax_policies(draw, max_actions: int = 6) -> tuple[np.ndarray, np.ndarray
 
 
 @st.composite
-def reward_streams(draw, time_major: bool | None = None, max_steps: int = 10, max_envs: int = 3) -> dict:
+def reward_streams(
+    draw, time_major: bool | None = None, min_steps: int = 1, max_steps: int = 10, max_envs: int = 3
+) -> dict:
     """Keyword arguments for discounted_reward_to_go: [T] or time-major [T, N] rewards, frequent episode ends, and
     gamma with the endpoints 0 and 1 drawn often."""
     batched = draw(st.booleans()) if time_major is None else time_major
