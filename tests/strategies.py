@@ -71,8 +71,8 @@ def reward_streams(
 
 @st.composite
 def logits_arrays(draw, low: float = -20.0, high: float = 20.0) -> np.ndarray:
-    """Logits [..., K]: 1 to 3 axes, K from 1 to 6 actions, values in [low, high]."""
-    shape = draw(hnp.array_shapes(min_dims=1, max_dims=3, min_side=1, max_side=6))
+    """Logits [..., K]: 1 or 2 axes, K from 1 to 5 actions, values in [low, high]."""
+    shape = draw(hnp.array_shapes(min_dims=1, max_dims=2, min_side=1, max_side=5))
     return draw(float_arrays(shape, low, high))
 
 # ---- 2. baselines ----------------------------------------------------------------------------------------------
@@ -133,6 +133,12 @@ def value_batches(draw, max_samples: int = 12) -> dict:
     old = draw(float_arrays(shape, -10.0, 10.0))
     return dict(values=old + draw(float_arrays(shape, -3.0, 3.0)), old_values=old,
                 returns=draw(float_arrays(shape, -10.0, 10.0)), clip_epsilon=draw(clip_epsilons))
+
+
+@st.composite
+def entropy_batches(draw, max_samples: int = 12) -> np.ndarray:
+    """Per-sample entropies in [0, 2], of shape [N] or [B, N]."""
+    return draw(float_arrays(draw(sample_shapes(max_samples)), 0.0, 2.0))
 
 
 @st.composite

@@ -1,0 +1,261 @@
+"""Concept 1 — REINFORCE: the score-function estimator and the detach contract (GUIDE.md §1).
+
+The policy-gradient properties use a one-state softmax policy with K actions and parameters θ = its logits, where
+everything is exact: the expected reward J(θ) = Σ_a π_a R_a has the analytic gradient ∂J/∂θ_k = π_k (R_k - J), and
+the expectation of the surrogate's gradient is a finite sum over the K actions weighted by their probabilities.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import assume, given
+from hypothesis import strategies as st
+
+from tests.strategies import floats, logits_arrays, reward_streams, softmax_policies, surrogate_batches
+
+pytestmark = pytest.mark.reinforce
+
+TIGHT = dict(rtol=1e-9, atol=1e-9)
+
+
+def close(actual, expected, message, rtol=1e-9):
+    expected = np.asarray(expected, dtype=np.float64)
+    scale = 1.0 + np.abs(expected).max(initial=0.0)
+    np.testing.assert_allclose(actual, expected, rtol=rtol, atol=rtol * scale, err_msg=message)
+
+
+def expected_surrogate_gradient(impl, logits, advantages):
+    """Σ_a π_a ∇θ L(a): the surrogate's gradient for each action alone, averaged with the policy's probabilities."""
+    theta = torch.tensor(logits, requires_grad=True)
+    log_pi = torch.log_softmax(theta, dim=0)
+    probabilities = log_pi.exp().detach().numpy()
+    total = np.zeros_like(logits)
+    for action, advantage in enumerate(advantages):
+        loss = impl.reinforce_surrogate_loss(log_pi[action:action + 1], torch.tensor([advantage]))
+        (gradient,) = torch.autograd.grad(loss, theta, retain_graph=True)
+        total += probabilities[action] * gradient.numpy()
+    return total
+
+
+def analytic_policy_gradient(logits, rewards):
+    probabilities = np.exp(logits - logits.max())
+    probabilities /= probabilities.sum()
+    return probabilities * (rewards - probabilities @ rewards)
+
+
+# ---- the surrogate loss ----------------------------------------------------------------------------------------
+
+
+@given(batch=surrogate_batches())
+def test_surrogate_loss_is_minus_the_mean_of_log_prob_times_advantage(impl, batch):
+    originals = {key: value.copy() for key, value in batch.items()}
+    loss = impl.reinforce_surrogate_loss(**batch)
+    assert isinstance(loss, np.ndarray | np.floating | float) and np.ndim(loss) == 0, (
+        "NumPy in must give a NumPy scalar (0-d) out"
+    )
+    close(loss, -np.mean(batch["log_probs"] * batch["advantages"]),
+          "the surrogate loss is -mean(log_probs * advantages): minus, so that minimising it follows the policy "
+          "gradient, and a mean over every sample")
+
+    log_probs = torch.tensor(batch["log_probs"], dtype=torch.float32, requires_grad=True)
+    loss = impl.reinforce_surrogate_loss(log_probs, torch.tensor(batch["advantages"], dtype=torch.float32))
+    assert isinstance(loss, torch.Tensor) and loss.ndim == 0, "a tensor in must give a 0-d tensor out"
+    assert loss.dtype == torch.float32, "float32 tensors in must give a float32 loss"
+    loss.backward()
+    close(log_probs.grad.numpy(), -batch["advantages"] / batch["advantages"].size,
+          "∂loss/∂log_probs_i must be -A_i / N", rtol=1e-5)
+    for key, value in originals.items():
+        np.testing.assert_array_equal(batch[key], value, err_msg=f"{key} was changed in place")
+
+
+@given(policy=softmax_policies(), baseline=floats(-20.0, 20.0), target=st.integers(0, 5))
+def test_expected_surrogate_gradient_is_the_policy_gradient(impl, policy, baseline, target):
+    logits, rewards = policy
+    expected = expected_surrogate_gradient(impl, logits, rewards)
+    close(expected, -analytic_policy_gradient(logits, rewards),
+          "averaged over the actions with their probabilities, the surrogate's gradient must be minus the true "
+          "gradient of the expected reward, π_k (R_k - J): check the sign of the loss and that only log π carries "
+          "gradient")
+    close(expected_surrogate_gradient(impl, logits, rewards - baseline), expected,
+          "subtracting a constant baseline from every advantage must not change the expected gradient "
+          "(E[∇ log π] = 0)", rtol=1e-8)
+    # A verifier: 1 for the right action, 0 otherwise. A step function has no useful derivative, and REINFORCE
+    # never differentiates the reward.
+    verifier = (np.arange(len(logits)) == target % len(logits)).astype(np.float64)
+    close(expected_surrogate_gradient(impl, logits, verifier), -analytic_policy_gradient(logits, verifier),
+          "with a 0/1 verifier reward the expected surrogate gradient must still be minus the policy gradient")
+
+
+@given(policy=softmax_policies(), critic_offset=floats(-5.0, 5.0))
+def test_advantages_are_constants_even_when_they_require_grad(impl, policy, critic_offset):
+    logits, rewards = policy
+    theta = torch.tensor(logits, requires_grad=True)
+    critic = torch.tensor(critic_offset, requires_grad=True)
+    # Advantages computed from a critic parameter AND from the policy's own parameters: both graphs must be cut.
+    advantages = torch.tensor(rewards) - critic - torch.softmax(theta, dim=0)
+    loss = impl.reinforce_surrogate_loss(torch.log_softmax(theta, dim=0), advantages)
+    loss.backward()
+    assert critic.grad is None or float(critic.grad) == 0.0, (
+        "gradient reached the parameter the advantages were computed from: detach the advantages, or the "
+        "policy loss trains the critic"
+    )
+    constant = advantages.detach()
+    expected = torch.autograd.functional.jacobian(
+        lambda t: -(torch.log_softmax(t, dim=0) * constant).mean(), torch.tensor(logits))
+    close(theta.grad.numpy(), expected.numpy(),
+          "the policy gradient must be the one with the advantages held constant: only log π carries gradient")
+
+
+@given(policy=softmax_policies(), action=st.integers(0, 5), advantage=floats(0.1, 10.0),
+       sign=st.sampled_from([1.0, -1.0]))
+def test_one_gradient_step_moves_the_probability_with_the_advantage(impl, policy, action, advantage, sign):
+    logits, _ = policy
+    action %= len(logits)
+    theta = torch.tensor(logits, requires_grad=True)
+    before = torch.softmax(theta, dim=0)[action].item()
+    assume(1e-6 < before < 1.0 - 1e-6)
+    loss = impl.reinforce_surrogate_loss(torch.log_softmax(theta, dim=0)[action:action + 1],
+                                         torch.tensor([sign * advantage]))
+    loss.backward()
+    with torch.no_grad():
+        after = torch.softmax(theta - 0.05 * theta.grad, dim=0)[action].item()
+    moved = "lowered" if sign > 0 else "raised"
+    assert (after - before) * sign > 0, (
+        f"one gradient step on the loss {moved} the probability of an action with advantage {sign * advantage:.3g} "
+        f"({before:.6f} -> {after:.6f}): the loss must be MINUS mean(log π · A)"
+    )
+
+
+# ---- reward-to-go ----------------------------------------------------------------------------------------------
+
+
+def explicit_reward_to_go(rewards, episode_ends, gamma):
+    """G_t = Σ_{k=t}^{end} γ^(k-t) r_k, where end is the first step >= t that ends an episode (or the last step)."""
+    if rewards.ndim == 2:
+        return np.stack([explicit_reward_to_go(rewards[:, n], episode_ends[:, n], gamma)
+                         for n in range(rewards.shape[1])], axis=1)
+    steps = len(rewards)
+    returns = np.zeros(steps)
+    for t in range(steps):
+        for k in range(t, steps):
+            returns[t] += gamma ** (k - t) * rewards[k]
+            if episode_ends[k]:
+                break
+    return returns
+
+
+def test_reward_to_go_worked_example(impl):
+    returns = impl.discounted_reward_to_go(np.array([1.0, 1.0, 1.0]), np.array([0, 1, 0]), gamma=0.5)
+    assert isinstance(returns, np.ndarray), "NumPy in must give NumPy out"
+    close(returns, [1.5, 1.0, 1.0], "the episode ends at step 1: G_0 = 1 + 0.5·1, and step 2 starts afresh")
+
+
+@given(stream=reward_streams())
+def test_reward_to_go_equals_the_explicit_sum(impl, stream):
+    original = stream["rewards"].copy()
+    returns = impl.discounted_reward_to_go(**stream)
+    assert isinstance(returns, np.ndarray), "NumPy in must give NumPy out"
+    assert returns.shape == stream["rewards"].shape, "reward-to-go keeps the rewards' shape"
+    close(returns, explicit_reward_to_go(**stream),
+          "G_t must be Σ γ^(k-t) r_k over the rest of t's episode only: the sum stops at the step that ends the "
+          "episode, so rewards of the next episode never leak into this one (each column of [T, N] is its own "
+          "stream: the recursion runs over axis 0)")
+
+    rewards = torch.tensor(stream["rewards"], requires_grad=True)
+    tensor_returns = impl.discounted_reward_to_go(rewards, torch.tensor(stream["episode_ends"]), stream["gamma"])
+    assert isinstance(tensor_returns, torch.Tensor), "a tensor in must give a tensor out"
+    close(tensor_returns.detach().numpy(), returns, "tensor and NumPy inputs must agree")
+    tensor_returns.sum().backward()
+    assert rewards.grad is not None, "keep autograd: build the returns out of place from the rewards"
+    np.testing.assert_array_equal(stream["rewards"], original, err_msg="rewards were changed in place")
+
+
+# ---- entropy ---------------------------------------------------------------------------------------------------
+
+
+def explicit_entropy(logits):
+    shifted = logits - logits.max(axis=-1, keepdims=True)
+    probabilities = np.exp(shifted) / np.exp(shifted).sum(axis=-1, keepdims=True)
+    return -(probabilities * np.log(probabilities)).sum(axis=-1)
+
+
+@given(logits=logits_arrays(), shift=floats(-50.0, 50.0))
+def test_entropy_of_the_softmax_over_the_last_axis(impl, logits, shift):
+    entropy = impl.categorical_entropy(logits)
+    assert isinstance(entropy, np.ndarray), "NumPy in must give NumPy out"
+    assert entropy.shape == logits.shape[:-1], "one entropy per distribution: the last axis is summed away"
+    close(entropy, explicit_entropy(logits),
+          "entropy must be -Σ p log p with p = softmax(logits) over the last axis (logits are not probabilities)",
+          rtol=1e-9)
+    assert np.all(entropy >= 0.0) and np.all(entropy <= math.log(logits.shape[-1]) + 1e-12), (
+        "a categorical entropy lies in [0, log K]"
+    )
+    close(impl.categorical_entropy(logits + shift), impl.categorical_entropy(logits),
+          "softmax ignores a constant added to every logit, so the entropy must too", rtol=1e-8)
+
+
+def test_entropy_of_uniform_and_of_certain_policies(impl):
+    close(impl.categorical_entropy(np.zeros((2, 4))), [math.log(4)] * 2, "equal logits: the entropy is log K")
+    close(impl.categorical_entropy(np.array([0.0, -1e4, -1e4])), 0.0, "a near-certain policy has entropy ~0")
+
+
+@given(logits=logits_arrays(-1e4, 1e4), huge=st.sampled_from([1e4, 1e30, 1e300]))
+def test_entropy_is_finite_for_extreme_logits(impl, logits, huge):
+    extreme = logits.copy()
+    extreme[..., 0] = huge
+    extreme = np.concatenate([extreme, np.full(extreme.shape[:-1] + (1,), -np.inf)], axis=-1)
+    tensor = torch.tensor(extreme, requires_grad=True)
+    entropy = impl.categorical_entropy(tensor)
+    assert torch.isfinite(entropy).all(), (
+        "entropy is NaN or infinite for large logits: use log_softmax (never log(softmax)), and let p = 0 "
+        "contribute exactly 0"
+    )
+    entropy.sum().backward()
+    assert torch.isfinite(tensor.grad).all(), "the entropy's gradient must stay finite for extreme logits"
+
+
+def test_entropy_torch_in_torch_out_and_float32_kept(impl):
+    logits = torch.tensor([[1.0, 2.0, 3.0]], dtype=torch.float32, requires_grad=True)
+    entropy = impl.categorical_entropy(logits)
+    assert isinstance(entropy, torch.Tensor) and entropy.dtype == torch.float32
+    entropy.sum().backward()
+    assert logits.grad is not None and torch.isfinite(logits.grad).all(), "keep autograd through the entropy"
+
+
+# ---- bad input -------------------------------------------------------------------------------------------------
+
+
+def test_bad_input_is_a_clear_error(impl):
+    impl.reinforce_surrogate_loss(np.array([-1.0, -2.0]), np.array([1.0, 0.5]))  # valid input works first
+    with pytest.raises(ValueError, match="advantages"):
+        impl.reinforce_surrogate_loss(np.array([-1.0, -2.0]), np.array([1.0, 0.5, 2.0]))
+    with pytest.raises(ValueError, match="advantages"):
+        impl.reinforce_surrogate_loss(np.array([-1.0, -2.0]), np.array([1.0]))  # no broadcasting
+    with pytest.raises(ValueError, match="log_probs"):
+        impl.reinforce_surrogate_loss(np.zeros(0), np.zeros(0))
+    with pytest.raises(ValueError, match="log_probs"):
+        impl.reinforce_surrogate_loss(np.array(["a"]), np.array([1.0]))
+
+    good = dict(rewards=np.ones(3), episode_ends=np.array([0, 0, 1]), gamma=0.9)
+    impl.discounted_reward_to_go(**good)
+    for change, argument in [
+        (dict(gamma=1.5), "gamma"),
+        (dict(gamma=-0.1), "gamma"),
+        (dict(gamma=float("nan")), "gamma"),
+        (dict(episode_ends=np.array([0, 2, 1])), "episode_ends"),
+        (dict(episode_ends=np.array([0.0, 0.5, 1.0])), "episode_ends"),
+        (dict(episode_ends=np.array([0, 1])), "episode_ends"),
+        (dict(rewards=np.ones((3, 2, 1)), episode_ends=np.zeros((3, 2, 1))), "rewards"),
+    ]:
+        with pytest.raises(ValueError, match=argument):
+            impl.discounted_reward_to_go(**{**good, **change})
+
+    impl.categorical_entropy(np.zeros(3))
+    for bad in (np.array(1.0), np.zeros((2, 0)), np.array([0.0, np.nan]), np.array([0.0, np.inf]),
+                np.array([-np.inf, -np.inf])):
+        with pytest.raises(ValueError, match="logits"):
+            impl.categorical_entropy(bad)
