@@ -296,6 +296,8 @@ CONCEPTS: tuple[Concept, ...] = (
             Mistake("rloo_includes_self", "the sample is included in its own baseline"),
             Mistake("groups_across_prompts", "groups formed across prompts instead of within each prompt"),
             Mistake("causal_shift_off_by_one", "token log-probs aligned with input_ids[:, :-1]"),
+            "group_rloo_advantages",
+            "sequence_policy_loss",
             Mistake("eos_excluded_from_loss", "the EOS token is left out of the loss, so stopping is never "
                     "learned"),
             Mistake("old_log_probs_not_frozen", "old log-probs recomputed with the current policy at every "

@@ -1,0 +1,186 @@
+"""Exercise 8 — the RLOO loop: a tiny autoregressive policy learns from a verifier (GUIDE.md §8).
+
+One executable path through everything the module teaches about language-model policies: responses of different
+lengths ended by a sampled EOS, the causal shift, prompt and padding masks, a leave-one-out group baseline and
+token-level clipping. The task, the GRU policy, the verifier and the loop's frame live in ``kata``; you write
+the four parts below (sampling, grouped advantages, the loss, one iteration), and the loop hands them (with this
+package's ``rloo_advantages``, ``response_token_mask``, ``token_log_probs`` and ``masked_token_ppo_objective``) to
+the frame: your own code is what learns.
+
+Row layout: ``[BOS, p<k> | response ... EOS, PAD ...]``; groups are prompt-major (rows ``k*G .. (k+1)*G - 1``
+answer prompt ``k``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from kata.arrays import ArrayLike, as_float_tensor, like_inputs, to_numpy
+from kata.contracts.rloo_loop import (
+    check_iteration_arguments,
+    check_loss_arguments,
+    grouped_rewards,
+    sampling_inputs,
+)
+from kata.rloo_frame import IterationResult, run_rloo
+from kata.rloo_frame import sequence_profile_config as sequence_profile_config
+from kata.sequence_task import EOS_ID, MAX_NEW_TOKENS, PAD_ID, evaluate_policy
+from kata.sequence_task import decode_sequence as decode_sequence
+from kata.stub import not_implemented
+
+from .baselines import rloo_advantages
+from .response_masks import response_token_mask, token_log_probs
+from .token_objectives import masked_token_ppo_objective
+
+
+def sample_responses(
+    model: Any,
+    prompt_ids: ArrayLike,
+    max_new_tokens: int,
+    *,
+    eos_token_id: int = EOS_ID,
+    pad_token_id: int = PAD_ID,
+    deterministic: bool = False,
+    generator: torch.Generator | None = None,
+) -> ArrayLike:
+    """Complete every prompt with one response, one token at a time, ended by EOS and right-padded.
+
+    Args:
+        model: a causal policy: ``model(ids)`` with int64 ``ids [B, t]`` returns logits ``[B, t, V]``, and
+            ``logits[:, -1]`` scores the next token.
+        prompt_ids: integer ``[B, P]``: the prompts (repeat a prompt G times for a group of G responses).
+        max_new_tokens: the response length limit ``L >= 1``.
+        eos_token_id, pad_token_id: the ids that end a response and fill the row after it.
+        deterministic: greedy decoding (the most probable token) instead of sampling.
+        generator: the ``torch.Generator`` every random draw uses (None: torch's global one).
+
+    Returns:
+        int64 ``[B, P + L]`` (NumPy for NumPy prompts, else a tensor): the prompt unchanged, then the response.
+        A row's response ends at its first EOS and every later position is ``pad_token_id``, whatever the model
+        would have sampled there; a row that never samples EOS fills all L positions. No gradient is kept.
+
+    Example:
+        With a model that always prefers ``a`` then EOS, ``[[BOS, p0]]`` becomes ``[[BOS, p0, a, EOS, PAD, PAD]]``
+        for ``max_new_tokens=4``.
+    """
+    prompts, length, eos, pad, greedy, generator = sampling_inputs(
+        model, prompt_ids, max_new_tokens, eos_token_id, pad_token_id, deterministic, generator
+    )
+    # prompts: a checked int64 tensor [B, P] (never change it in place: grow a copy with torch.cat). One step per
+    # new token for all rows at once: model(ids)[:, -1] scores the next token; keep a `finished` flag per row.
+    # Draw with torch.multinomial(..., generator=generator). Return like_inputs(ids, prompt_ids).
+    raise not_implemented("sample_responses")
+
+
+def group_rloo_advantages(rewards: ArrayLike, group_size: int) -> ArrayLike:
+    """RLOO advantages of prompt-major rows: each row's baseline is the mean of the OTHER rows of its prompt.
+
+    Args:
+        rewards: floating ``[B]``, ``B = prompts * group_size``; rows ``k*G .. (k+1)*G - 1`` answer prompt ``k``.
+        group_size: ``G >= 2`` responses per prompt.
+
+    Returns:
+        ``[B]`` in the same kind and floating dtype (float64 for float64 rewards): the advantages of each
+        consecutive group of G rows sum to zero, and no group's rewards affect another's advantages.
+
+    Example:
+        >>> group_rloo_advantages(np.array([0.0, 1.0, 1.0, 1.0, 0.0, 0.0]), group_size=3)
+        array([-1. ,  0.5,  0.5,  1. , -0.5, -0.5])
+    """
+    tensor, group_size = grouped_rewards(rewards, group_size)
+    # tensor: checked floating [B] with B a multiple of group_size. This package's rloo_advantages works on
+    # [groups, G]. Return like_inputs(advantages, rewards).
+    raise not_implemented("group_rloo_advantages")
+
+
+def sequence_policy_loss(
+    logits: ArrayLike,
+    input_ids: ArrayLike,
+    prompt_lengths: ArrayLike,
+    old_log_probs: ArrayLike,
+    advantages: ArrayLike,
+    clip_epsilon: float,
+    reduction: str = "token_mean",
+    *,
+    pad_token_id: int = PAD_ID,
+    eos_token_id: int = EOS_ID,
+) -> torch.Tensor:
+    """The loss to minimise for one PPO epoch: minus the masked, clipped token objective of the responses.
+
+    Args:
+        logits: floating ``[B, T, V]``, the current policy's logits for ``input_ids`` (gradients kept).
+        input_ids: integer ``[B, T]``: prompt, response ended by EOS, padding.
+        prompt_lengths: integer ``[B]``.
+        old_log_probs: ``[B, T - 1]``: the sampling policy's log-probs of the labels ``input_ids[:, 1:]`` (data).
+        advantages: floating ``[B]``, one per response.
+        clip_epsilon: PPO's clip range.
+        reduction: ``token_mean``, ``sequence_mean`` or ``sequence_sum_mean`` (see ``masked_token_ppo_objective``).
+
+    Returns:
+        A 0-d tensor: ``-masked_token_ppo_objective`` over the response tokens, EOS included. Logits at
+        positions that predict a prompt token, a padding token or nothing (the last position) never change the
+        loss or its gradient; neither do ``old_log_probs`` outside the response.
+    """
+    check_loss_arguments(logits, input_ids, old_log_probs, advantages, clip_epsilon, reduction)
+    # Three concept functions of this package do the work: response_token_mask, token_log_probs and
+    # masked_token_ppo_objective. Which EOS setting does a policy that must learn to stop need?
+    raise not_implemented("sequence_policy_loss")
+
+
+def rloo_iteration(
+    model: torch.nn.Module,
+    optimizer: torch.optim.Optimizer,
+    input_ids: ArrayLike,
+    prompt_lengths: ArrayLike,
+    rewards: ArrayLike,
+    group_size: int,
+    ppo_epochs: int,
+    clip_epsilon: float,
+    reduction: str = "token_mean",
+    *,
+    pad_token_id: int = PAD_ID,
+    eos_token_id: int = EOS_ID,
+) -> IterationResult:
+    """One RLOO/PPO iteration on a sampled batch: advantages, frozen old log-probs, ``ppo_epochs`` full-batch steps.
+
+    Args:
+        model: the policy that sampled ``input_ids`` (``model(ids) -> logits [B, T, V]``).
+        optimizer: an optimizer over ``model``'s parameters.
+        input_ids: integer ``[B, T]``, prompt-major groups of ``group_size`` rows.
+        prompt_lengths: integer ``[B]``.
+        rewards: floating ``[B]``, the verifier's rewards.
+        group_size: responses per prompt, ``G >= 2``.
+        ppo_epochs: optimisation steps on the same batch, ``>= 1``.
+        clip_epsilon, reduction: as in :func:`sequence_policy_loss`.
+
+    Returns:
+        :class:`kata.rloo_frame.IterationResult`: ``advantages`` (float64 NumPy ``[B]``), ``response_mask``
+        (``[B, T - 1]``, EOS included), ``old_log_probs`` (``[B, T - 1]``, computed once under ``no_grad`` before
+        the first epoch and used unchanged by every epoch) and ``epoch_losses`` (each epoch's loss before its
+        step; the first equals minus the mean advantage over the masked tokens, since the ratio starts at 1).
+        The model's parameters change; ``input_ids`` and ``rewards`` do not.
+    """
+    check_iteration_arguments(model, optimizer, input_ids, prompt_lengths, rewards, group_size, ppo_epochs)
+    # Return IterationResult(advantages=<float64 NumPy [B]>, response_mask=..., old_log_probs=...,
+    # epoch_losses=tuple of floats). When must the old log-probs be computed, and under what context?
+    raise not_implemented("rloo_iteration")
+
+
+def train_tiny_sequence_policy(seed: int, **config: Any) -> dict[str, Any]:
+    """Train the tiny sequence policy with this package's sampler and iteration (keyword arguments: see
+    :func:`sequence_profile_config` and :func:`kata.rloo_frame.run_rloo`)."""
+    return run_rloo(seed, sample_responses=sample_responses, rloo_iteration=rloo_iteration, **config)
+
+
+def evaluate_sequence_policy(
+    model: Any,
+    samples_per_prompt: int = 32,
+    deterministic: bool = False,
+    seed: int = 0,
+    max_new_tokens: int = MAX_NEW_TOKENS,
+) -> dict[str, Any]:
+    """Score ``samples_per_prompt`` responses per prompt drawn with this package's ``sample_responses``
+    (greedy with ``deterministic``); see :func:`kata.sequence_task.evaluate_policy` for the returned dict."""
+    return evaluate_policy(model, sample_responses, samples_per_prompt, deterministic, seed, max_new_tokens)
