@@ -18,6 +18,7 @@ from kata import impl as implementations
 from kata.manifest import CONCEPTS
 from kata.stub import NOT_IMPLEMENTED_PREFIX
 
+pytest_plugins = ["kata.progress"]  # records results for `kata status`; reports them to `kata grade`
 # ---- Hypothesis profiles ---------------------------------------------------------------------------------------
 # dev: what a student runs many times an hour. ci: the same examples on every run (derandomized), no deadline on a
 # loaded machine. thorough: many more examples, for an instructor before a release.
@@ -31,6 +32,11 @@ settings.register_profile("dev", max_examples=25, deadline=None, **_COMMON)
 settings.register_profile("ci", max_examples=40, deadline=None, derandomize=True, database=None, **_COMMON)
 settings.register_profile(
     "thorough", max_examples=400, deadline=None, database=None, verbosity=Verbosity.normal, **_COMMON
+)
+# catalogue: the ci examples without shrinking, for `python -m kata.mistakes`, which only needs to know that a
+# mistake is caught (the smallest counterexample is for a person reading the failure).
+settings.register_profile(
+    "catalogue", parent=settings.get_profile("ci"), phases=(Phase.explicit, Phase.reuse, Phase.generate)
 )
 settings.load_profile(os.environ.get("KATA_HYPOTHESIS_PROFILE", "dev"))
 

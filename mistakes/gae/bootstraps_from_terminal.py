@@ -1,0 +1,17 @@
+"""A terminated record still bootstraps from next_values (a terminal state is given a future)."""
+
+import torch
+
+from kata.arrays import like_inputs
+from kata.contracts.gae import gae_inputs
+
+
+def gae_advantages(rewards, values, next_values, terminated, trace_cuts, gamma, gae_lambda):
+    x = gae_inputs(rewards, values, next_values, terminated, trace_cuts, gamma, gae_lambda)
+    carries = (~x.trace_cuts).to(x.rewards.dtype)
+    deltas = x.rewards + x.gamma * x.next_values - x.values  # no terminal mask at all
+    advantages, following = [], torch.zeros_like(deltas[0])
+    for t in reversed(range(deltas.shape[0])):
+        following = deltas[t] + x.gamma * x.gae_lambda * carries[t] * following
+        advantages.insert(0, following)
+    return like_inputs(torch.stack(advantages), rewards, values, next_values)

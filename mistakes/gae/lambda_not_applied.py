@@ -1,0 +1,17 @@
+"""The recursion decays by γ only: λ is ignored (every λ behaves like λ = 1)."""
+
+import torch
+
+from kata.arrays import like_inputs
+from kata.contracts.gae import gae_inputs
+
+
+def gae_advantages(rewards, values, next_values, terminated, trace_cuts, gamma, gae_lambda):
+    x = gae_inputs(rewards, values, next_values, terminated, trace_cuts, gamma, gae_lambda)
+    deltas = x.rewards + x.gamma * x.next_values * (~x.terminated).to(x.rewards.dtype) - x.values
+    carries = (~x.trace_cuts).to(x.rewards.dtype)
+    advantages, following = [], torch.zeros_like(deltas[0])
+    for t in reversed(range(deltas.shape[0])):
+        following = deltas[t] + x.gamma * carries[t] * following
+        advantages.insert(0, following)
+    return like_inputs(torch.stack(advantages), rewards, values, next_values)

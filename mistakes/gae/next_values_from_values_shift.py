@@ -1,0 +1,18 @@
+"""V(s_{t+1}) taken from values[t + 1] instead of next_values: wrong at every cut and at the array's end."""
+
+import torch
+
+from kata.arrays import like_inputs
+from kata.contracts.gae import gae_inputs
+
+
+def gae_advantages(rewards, values, next_values, terminated, trace_cuts, gamma, gae_lambda):
+    x = gae_inputs(rewards, values, next_values, terminated, trace_cuts, gamma, gae_lambda)
+    shifted = torch.cat([x.values[1:], torch.zeros_like(x.values[:1])])
+    deltas = x.rewards + x.gamma * shifted * (~x.terminated).to(x.rewards.dtype) - x.values
+    carries = (~x.trace_cuts).to(x.rewards.dtype)
+    advantages, following = [], torch.zeros_like(deltas[0])
+    for t in reversed(range(deltas.shape[0])):
+        following = deltas[t] + x.gamma * x.gae_lambda * carries[t] * following
+        advantages.insert(0, following)
+    return like_inputs(torch.stack(advantages), rewards, values, next_values)

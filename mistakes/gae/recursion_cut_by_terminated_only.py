@@ -1,0 +1,17 @@
+"""Only `terminated` stops the recursion, so it leaks across time limits and rollout ends."""
+
+import torch
+
+from kata.arrays import like_inputs
+from kata.contracts.gae import gae_inputs
+
+
+def gae_advantages(rewards, values, next_values, terminated, trace_cuts, gamma, gae_lambda):
+    x = gae_inputs(rewards, values, next_values, terminated, trace_cuts, gamma, gae_lambda)
+    bootstrap = (~x.terminated).to(x.rewards.dtype)
+    deltas = x.rewards + x.gamma * x.next_values * bootstrap - x.values
+    advantages, following = [], torch.zeros_like(deltas[0])
+    for t in reversed(range(deltas.shape[0])):
+        following = deltas[t] + x.gamma * x.gae_lambda * bootstrap[t] * following  # the wrong mask
+        advantages.insert(0, following)
+    return like_inputs(torch.stack(advantages), rewards, values, next_values)

@@ -1,0 +1,16 @@
+"""δ is masked correctly, but the backward recursion ignores every cut and runs through the whole array."""
+
+import torch
+
+from kata.arrays import like_inputs
+from kata.contracts.gae import gae_inputs
+
+
+def gae_advantages(rewards, values, next_values, terminated, trace_cuts, gamma, gae_lambda):
+    x = gae_inputs(rewards, values, next_values, terminated, trace_cuts, gamma, gae_lambda)
+    deltas = x.rewards + x.gamma * x.next_values * (~x.terminated).to(x.rewards.dtype) - x.values
+    advantages, following = [], torch.zeros_like(deltas[0])
+    for t in reversed(range(deltas.shape[0])):
+        following = deltas[t] + x.gamma * x.gae_lambda * following
+        advantages.insert(0, following)
+    return like_inputs(torch.stack(advantages), rewards, values, next_values)
