@@ -231,6 +231,7 @@ CONCEPTS: tuple[Concept, ...] = (
             Mistake("padding_in_mask", "padding after the response is in the loss"),
             Mistake("eos_searched_in_prompt", "an EOS inside the prompt ends the response"),
             Mistake("eos_dropped_when_pad_is_eos", "EOS dropped when pad_token_id == eos_token_id"),
+            Mistake("include_eos_ignored", "the EOS column is scored whatever include_eos says"),
         ),
     ),
     Concept(
@@ -267,6 +268,14 @@ CONCEPTS: tuple[Concept, ...] = (
                     "exp, so extremes overflow)"),
             Mistake("mask_ignored_in_sequence_ratio", "prompt and padding columns summed into the sequence "
                     "log-ratio"),
+            Mistake("token_mean_divides_by_padded_size", "token_mean divided by every padded position (B * L) "
+                    "instead of the number of response tokens"),
+            Mistake("empty_response_divides_by_zero", "an empty response makes sequence_mean divide 0 by 0 (NaN)"),
+            Mistake("objective_sign_flipped", "the loss returned where the objective to maximise is documented"),
+            Mistake("sequence_ratio_product_overflows", "the sequence ratio as a running product of token ratios, "
+                    "which overflows where the sum of log-ratios does not"),
+            Mistake("masked_terms_keep_the_advantage", "masked positions get ratio 1 but keep the advantage, so "
+                    "their terms are A instead of 0"),
         ),
     ),
     Concept(

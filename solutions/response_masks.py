@@ -1,8 +1,11 @@
-"""Response masks and the causal shift: which label columns belong to the response, and their log-probs.
+"""Concept 6 — response masks and the causal shift (GUIDE.md §6).
 
-A causal language model reads ``input_ids[:, :T-1]`` and its logits at position ``t`` predict token ``t + 1``. The
-labels are therefore ``input_ids[:, 1:]``: every per-token quantity of the loss has ``T - 1`` columns, and column
-``j`` scores token ``j + 1``. Rows are right-padded: ``[prompt ... | response ... EOS | PAD ...]``.
+Which label columns belong to the response, and the log-probabilities of those labels.
+
+A causal language model's logits at position ``t`` predict token ``t + 1``: the first token is never predicted and
+the last position predicts nothing. The labels are therefore ``input_ids[:, 1:]``: every per-token quantity of the
+loss has ``T - 1`` columns, and column ``j`` scores token ``j + 1``.
+Rows are right-padded: ``[prompt ... | response ... EOS | PAD ...]``.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Token-level PPO for responses: masked per-token terms, three reductions, and exact sequence ratios.
+"""Concept 7 — token-level PPO: masked terms, reductions and exact sequence ratios (GUIDE.md §7).
 
 Every array here is ``[B, L]`` with columns aligned with the labels ``input_ids[:, 1:]`` and a 0/1 ``mask`` from
 ``response_token_mask``. Positions outside the mask (prompt, padding, after EOS) may hold any value, even extreme
@@ -110,7 +110,9 @@ def masked_token_ppo_objective(
     return like_inputs(value, new_log_probs, old_log_probs, advantages, mask)
 
 
-def sequence_log_probability_ratio(new_log_probs: ArrayLike, old_log_probs: ArrayLike, mask: ArrayLike) -> ArrayLike:
+def sequence_log_probability_ratio(
+    new_log_probs: ArrayLike, old_log_probs: ArrayLike, mask: ArrayLike
+) -> ArrayLike:
     """The exact log-ratio of each whole response: ``sum_j m_ij (new_ij - old_ij)``, shape ``[B]``.
 
     A response's probability is the product of its tokens' probabilities, so its log-ratio is the sum of the token
@@ -125,7 +127,9 @@ def sequence_log_probability_ratio(new_log_probs: ArrayLike, old_log_probs: Arra
     return like_inputs(log_ratio, new_log_probs, old_log_probs, mask)
 
 
-def sequence_probability_ratio(new_log_probs: ArrayLike, old_log_probs: ArrayLike, mask: ArrayLike) -> ArrayLike:
+def sequence_probability_ratio(
+    new_log_probs: ArrayLike, old_log_probs: ArrayLike, mask: ArrayLike
+) -> ArrayLike:
     """The exact probability ratio of each whole response, ``pi_new(y|x) / pi_old(y|x)``, shape ``[B]``.
 
     The product of the token ratios, computed as ``exp`` of :func:`sequence_log_probability_ratio`: summing in log

@@ -1,0 +1,79 @@
+"""Exercise 6 — response masks and the causal shift (GUIDE.md §6).
+
+Which label columns belong to the response, and the log-probabilities of those labels.
+
+A causal language model's logits at position ``t`` predict token ``t + 1``: the first token is never predicted and
+the last position predicts nothing. The labels are therefore ``input_ids[:, 1:]``: every per-token quantity of the
+loss has ``T - 1`` columns, and column ``j`` scores token ``j + 1``.
+Rows are right-padded: ``[prompt ... | response ... EOS | PAD ...]``.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from kata.arrays import ArrayLike, like_inputs
+from kata.contracts.response_masks import response_mask_inputs, token_log_prob_inputs
+from kata.stub import not_implemented
+
+
+def response_token_mask(
+    input_ids: ArrayLike,
+    prompt_lengths: ArrayLike,
+    pad_token_id: int,
+    eos_token_id: int,
+    include_eos: bool,
+) -> ArrayLike:
+    """The 0/1 mask of response tokens, aligned with the labels ``input_ids[:, 1:]``.
+
+    Args:
+        input_ids: integer ``[B, T]``, ``T >= 2``: each row is its prompt followed by its response, right-padded.
+        prompt_lengths: integer ``[B]``, each in ``[1, T]``: the first ``prompt_lengths[i]`` tokens of row ``i``
+            are its prompt (a prompt as long as its row leaves an empty response).
+        pad_token_id, eos_token_id: token ids (``>= 0``); they may be equal.
+        include_eos: whether the EOS that ends a response is scored (it is, when the policy must learn to stop).
+
+    Returns:
+        int64 ``[B, T - 1]`` of 0 and 1 (a NumPy array for NumPy input, a tensor on ``input_ids``' device if any
+        input is a tensor). Column ``j`` is 1 exactly when token ``j + 1`` is a response token: the ones form one
+        run that starts at column ``prompt_lengths[i] - 1`` and ends at the first EOS found at or after index
+        ``prompt_lengths[i]`` (an EOS inside the prompt does not count; the EOS column is 1 only with
+        ``include_eos``). Everything after that EOS is padding, even when ``pad_token_id == eos_token_id``.
+        A response with no EOS runs to its last non-pad token. An empty response gives a row of zeros.
+
+    Example:
+        >>> response_token_mask(np.array([[1, 10, 11, 20, 21, 2, 0]]), np.array([3]),
+        ...                     pad_token_id=0, eos_token_id=2, include_eos=True)
+        array([[0, 0, 1, 1, 1, 0]])
+
+    Raises:
+        ValueError: non-integer ids, shapes that do not match, a prompt length outside ``[1, T]``.
+    """
+    ids, lengths, pad, eos, keep_eos = response_mask_inputs(
+        input_ids, prompt_lengths, pad_token_id, eos_token_id, include_eos
+    )
+    # ids: int64 tensor [B, T]; lengths: int64 tensor [B]; pad, eos: ints; keep_eos: bool. Decide, for every
+    # token position, whether it is a response token, then shift to the label columns. Return an int64 tensor
+    # through like_inputs(mask, input_ids, prompt_lengths) so NumPy callers get NumPy back.
+    raise not_implemented("response_token_mask")
+
+
+def token_log_probs(logits: ArrayLike, input_ids: ArrayLike) -> ArrayLike:
+    """Log-probabilities of the labels ``input_ids[:, 1:]`` under the logits that predict them.
+
+    Args:
+        logits: floating ``[B, T, V]``; ``logits[:, t]`` is the model's score of every token at position
+            ``t + 1``.
+        input_ids: integer ``[B, T]`` (``T >= 2``), ids in ``[0, V)``.
+
+    Returns:
+        ``[B, T - 1]`` in ``logits``' dtype: column ``j`` is ``log_softmax(logits[:, j])[input_ids[:, j + 1]]``.
+        Gradients flow into ``logits``; NumPy in, NumPy out.
+
+    Raises:
+        ValueError: non-floating logits, shapes that do not match, ids outside ``[0, V)``.
+    """
+    scores, ids = token_log_prob_inputs(logits, input_ids)
+    # scores: floating tensor [B, T, V] (autograd kept); ids: int64 tensor [B, T] with ids in [0, V).
+    # Return like_inputs(result, logits, input_ids).
+    raise not_implemented("token_log_probs")

@@ -1,0 +1,136 @@
+"""Exercise 7 — token-level PPO: masked terms, reductions and exact sequence ratios (GUIDE.md §7).
+
+Every array here is ``[B, L]`` with columns aligned with the labels ``input_ids[:, 1:]`` and a 0/1 ``mask`` from
+``response_token_mask``. Positions outside the mask (prompt, padding, after EOS) may hold any value, even extreme
+ones: they never reach an output or a gradient.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from kata.arrays import ArrayLike, like_inputs
+from kata.contracts.token_objectives import check_reduction, token_log_prob_pair, token_ppo_inputs
+from kata.stub import not_implemented
+
+from .clipped_surrogate import clipped_surrogate_terms
+
+
+def masked_token_ppo_terms(
+    new_log_probs: ArrayLike,
+    old_log_probs: ArrayLike,
+    advantages: ArrayLike,
+    mask: ArrayLike,
+    clip_epsilon: float,
+) -> tuple[ArrayLike, ArrayLike, ArrayLike, ArrayLike]:
+    """PPO's per-token ratio and surrogate terms for a batch of responses, with masked positions neutralised.
+
+    Args:
+        new_log_probs: floating ``[B, L]``, log-probs of the labels under the policy being optimised (gradients
+            kept).
+        old_log_probs: floating ``[B, L]``, the same under the policy that sampled the responses (data).
+        advantages: floating ``[B]``: one advantage per response, shared by all its tokens.
+        mask: 0/1 or bool ``[B, L]``: 1 for the response tokens the loss scores.
+        clip_epsilon: the clip range ``eps > 0``.
+
+    Returns:
+        ``(ratio, unclipped, clipped, pessimistic)``, each ``[B, L]`` in the promoted floating dtype: at a response
+        token, exactly ``clipped_surrogate_terms`` of that token with its response's advantage; at a masked
+        position, ``ratio == 1`` and the three terms ``== 0`` exactly, whatever ``new_log_probs`` and
+        ``old_log_probs`` hold there, and no gradient reaches those positions. NumPy in, NumPy out.
+
+    Raises:
+        ValueError: shapes that do not match (no broadcasting), a mask that is not 0/1, ``clip_epsilon <= 0``.
+    """
+    new, old, adv, bool_mask, epsilon = token_ppo_inputs(
+        new_log_probs, old_log_probs, advantages, mask, clip_epsilon
+    )
+    # new, old: floating tensors [B, L] of one dtype (new keeps its gradient); adv: [B]; bool_mask: bool [B, L];
+    # epsilon: float. Neutralise the masked positions BEFORE anything is exponentiated, then hand the rest to
+    # clipped_surrogate_terms. Return like_inputs(tuple_of_four, new_log_probs, old_log_probs, advantages, mask).
+    raise not_implemented("masked_token_ppo_terms")
+
+
+def masked_token_ppo_objective(
+    new_log_probs: ArrayLike,
+    old_log_probs: ArrayLike,
+    advantages: ArrayLike,
+    mask: ArrayLike,
+    clip_epsilon: float,
+    reduction: str,
+) -> ArrayLike:
+    """The clipped PPO objective of a batch of responses, reduced to a scalar: an OBJECTIVE to maximise.
+
+    The loss to minimise is its negative. With ``p`` the ``pessimistic`` term of :func:`masked_token_ppo_terms`,
+    ``m`` the mask and ``n_i = sum_j m_ij`` the response length of row ``i``:
+
+    - ``token_mean``: ``sum_ij m_ij p_ij / sum_ij m_ij``, every response token of the batch weighs the same (a long
+      response weighs more than a short one);
+    - ``sequence_mean``: ``(1/B) sum_i (sum_j m_ij p_ij / n_i)``, every response weighs the same (each token of a
+      long response weighs less);
+    - ``sequence_sum_mean``: ``(1/B) sum_i sum_j m_ij p_ij``, each token weighs ``1/B`` whatever its response's
+      length.
+
+    When every row has ``n`` response tokens, ``token_mean == sequence_mean == sequence_sum_mean / n``.
+
+    An empty response (``n_i == 0``) has no token whose probability the policy could change: it contributes 0 to
+    every reduction and no gradient. It still counts in ``B`` for ``sequence_mean`` and ``sequence_sum_mean``, so a
+    row's weight ``1/B`` never depends on the other rows (the usual ``sum / max(n_i, 1)`` then ``mean``). A batch
+    with no response token at all gives 0 for ``token_mean`` too. Nothing divides 0 by 0; the result is never NaN
+    for finite values at response positions.
+
+    Args:
+        new_log_probs, old_log_probs, advantages, mask, clip_epsilon: as in :func:`masked_token_ppo_terms`.
+        reduction: one of ``"token_mean"``, ``"sequence_mean"``, ``"sequence_sum_mean"``.
+
+    Returns:
+        A 0-d tensor (with gradient into ``new_log_probs``) for tensor input, a NumPy float64/32 scalar array for
+        NumPy input.
+
+    Raises:
+        ValueError: as :func:`masked_token_ppo_terms`, and an unknown ``reduction`` (the message lists the valid
+            ones).
+    """
+    check_reduction(reduction)
+    new, old, adv, bool_mask, epsilon = token_ppo_inputs(
+        new_log_probs, old_log_probs, advantages, mask, clip_epsilon
+    )
+    # Call masked_token_ppo_terms on these tensors, then reduce its pessimistic term as the docstring says.
+    # Return like_inputs(value, new_log_probs, old_log_probs, advantages, mask).
+    raise not_implemented("masked_token_ppo_objective")
+
+
+def sequence_log_probability_ratio(
+    new_log_probs: ArrayLike, old_log_probs: ArrayLike, mask: ArrayLike
+) -> ArrayLike:
+    """The exact log-ratio of each whole response: ``sum_j m_ij (new_ij - old_ij)``, shape ``[B]``.
+
+    A response's probability is the product of its tokens' probabilities, so its log-ratio is the sum of the token
+    log-ratios over the response (masked positions, whatever they hold, add nothing). An empty response gives 0.
+    Gradients flow into ``new_log_probs``; NumPy in, NumPy out.
+
+    Raises:
+        ValueError: shapes that do not match, a mask that is not 0/1.
+    """
+    new, old, bool_mask = token_log_prob_pair(new_log_probs, old_log_probs, mask)
+    # new, old: floating tensors [B, L] of one dtype; bool_mask: bool [B, L].
+    # Return like_inputs(result, new_log_probs, old_log_probs, mask).
+    raise not_implemented("sequence_log_probability_ratio")
+
+
+def sequence_probability_ratio(
+    new_log_probs: ArrayLike, old_log_probs: ArrayLike, mask: ArrayLike
+) -> ArrayLike:
+    """The exact probability ratio of each whole response, ``pi_new(y|x) / pi_old(y|x)``, shape ``[B]``.
+
+    The product of the token ratios, computed as ``exp`` of :func:`sequence_log_probability_ratio`: summing in log
+    space and exponentiating once never overflows or underflows on the way (a product of 1,000 token ratios
+    could). A log-ratio beyond the float range still gives ``inf`` or ``0`` (never NaN, never a warning): prefer
+    the log-ratio for anything numeric. An empty response gives 1.
+
+    Raises:
+        ValueError: shapes that do not match, a mask that is not 0/1.
+    """
+    token_log_prob_pair(new_log_probs, old_log_probs, mask)
+    # Build on sequence_log_probability_ratio. Return like_inputs(result, new_log_probs, old_log_probs, mask).
+    raise not_implemented("sequence_probability_ratio")

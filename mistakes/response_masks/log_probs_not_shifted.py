@@ -1,0 +1,12 @@
+"""The logits at position t are scored against token t instead of the token t + 1 they predict."""
+
+import torch
+
+from kata.arrays import like_inputs
+from kata.contracts.response_masks import token_log_prob_inputs
+
+
+def token_log_probs(logits, input_ids):
+    scores, ids = token_log_prob_inputs(logits, input_ids)
+    log_probs = torch.log_softmax(scores[:, :-1], dim=-1)
+    return like_inputs(log_probs.gather(-1, ids[:, :-1, None]).squeeze(-1), logits, input_ids)

@@ -1,0 +1,20 @@
+"""The padding after the response is in the loss: the mask runs from the response's start to the end of the row."""
+
+import torch
+
+from kata.arrays import like_inputs
+from kata.contracts.response_masks import response_mask_inputs
+
+
+def response_token_mask(input_ids, prompt_lengths, pad_token_id, eos_token_id, include_eos):
+    ids, lengths, pad, eos, keep_eos = response_mask_inputs(
+        input_ids, prompt_lengths, pad_token_id, eos_token_id, include_eos
+    )
+    positions = torch.arange(ids.shape[1])
+    after_prompt = positions >= lengths[:, None]
+    is_eos = (ids == eos) & after_prompt
+    first_eos = is_eos.to(torch.int8).argmax(dim=1)
+    # Only the EOS column is ever dropped; everything after the prompt is a "response token".
+    dropped = is_eos.any(dim=1, keepdim=True) & (positions == first_eos[:, None]) & (not keep_eos)
+    in_response = after_prompt & ~dropped
+    return like_inputs(in_response[:, 1:].to(torch.int64), input_ids, prompt_lengths)

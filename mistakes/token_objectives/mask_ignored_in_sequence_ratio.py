@@ -1,0 +1,9 @@
+"""The sequence log-ratio sums new - old over every column, prompt and padding included."""
+
+from kata.arrays import like_inputs
+from kata.contracts.token_objectives import token_log_prob_pair
+
+
+def sequence_log_probability_ratio(new_log_probs, old_log_probs, mask):
+    new, old, _ = token_log_prob_pair(new_log_probs, old_log_probs, mask)
+    return like_inputs((new - old).sum(dim=1), new_log_probs, old_log_probs, mask)

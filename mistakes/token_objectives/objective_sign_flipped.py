@@ -1,0 +1,7 @@
+"""The function returns the loss (minus the objective) where an objective to maximise is documented."""
+
+from solutions.token_objectives import masked_token_ppo_objective as reference
+
+
+def masked_token_ppo_objective(new_log_probs, old_log_probs, advantages, mask, clip_epsilon, reduction):
+    return -reference(new_log_probs, old_log_probs, advantages, mask, clip_epsilon, reduction)

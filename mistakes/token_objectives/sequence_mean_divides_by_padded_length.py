@@ -1,0 +1,19 @@
+"""sequence_mean divides each row's sum by the padded length L instead of that row's response length."""
+
+from kata.arrays import like_inputs
+from kata.contracts.token_objectives import check_reduction, token_ppo_inputs
+from solutions.token_objectives import masked_token_ppo_terms
+
+
+def masked_token_ppo_objective(new_log_probs, old_log_probs, advantages, mask, clip_epsilon, reduction):
+    check_reduction(reduction)
+    new, old, adv, bool_mask, epsilon = token_ppo_inputs(new_log_probs, old_log_probs, advantages, mask, clip_epsilon)
+    pessimistic = masked_token_ppo_terms(new, old, adv, bool_mask, epsilon)[3]
+    row_sums = pessimistic.sum(dim=1)
+    if reduction == "token_mean":
+        value = row_sums.sum() / bool_mask.sum().clamp(min=1)
+    elif reduction == "sequence_mean":
+        value = (row_sums / pessimistic.shape[1]).mean()  # the padded length
+    else:
+        value = row_sums.mean()
+    return like_inputs(value, new_log_probs, old_log_probs, advantages, mask)

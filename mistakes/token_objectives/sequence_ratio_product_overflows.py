@@ -1,0 +1,13 @@
+"""The response's ratio is a running product of token ratios: right in exact arithmetic, but the product overflows
+(or underflows) on the way where the sum of log-ratios would not."""
+
+import torch
+
+from kata.arrays import like_inputs
+from kata.contracts.token_objectives import token_log_prob_pair
+
+
+def sequence_probability_ratio(new_log_probs, old_log_probs, mask):
+    new, old, bool_mask = token_log_prob_pair(new_log_probs, old_log_probs, mask)
+    token_ratios = torch.exp(torch.where(bool_mask, new - old, new.new_zeros(())))
+    return like_inputs(torch.prod(token_ratios, dim=1), new_log_probs, old_log_probs, mask)

@@ -1,0 +1,354 @@
+"""Concept 7 — token-level PPO: masked terms, reductions and exact sequence ratios (GUIDE.md §7)."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import given
+from hypothesis import strategies as st
+
+from tests.strategies import MASKED_EXTREMES, seeds, token_objective_batches
+
+pytestmark = pytest.mark.token_objectives
+
+REDUCTIONS = ("token_mean", "sequence_mean", "sequence_sum_mean")
+TIGHT = dict(rtol=1e-12, atol=1e-12)
+
+
+def expected_terms(batch: dict) -> tuple[np.ndarray, ...]:
+    """The four terms by their definition, in NumPy: PPO's per-token terms at response tokens, (1, 0, 0, 0) elsewhere."""
+    response = batch["mask"] == 1
+    epsilon = batch["clip_epsilon"]
+    ratio = np.ones(response.shape)
+    ratio[response] = np.exp(batch["new_log_probs"][response] - batch["old_log_probs"][response])
+    advantages = np.where(response, batch["advantages"][:, None], 0.0)
+    unclipped = ratio * advantages
+    clipped = np.clip(ratio, 1.0 - epsilon, 1.0 + epsilon) * advantages
+    return ratio, unclipped, clipped, np.minimum(unclipped, clipped)
+
+
+def per_row(batch: dict) -> tuple[np.ndarray, np.ndarray]:
+    """(row sums of the pessimistic term over the response, response lengths n_i)."""
+    pessimistic = expected_terms(batch)[3]
+    return (pessimistic * batch["mask"]).sum(axis=1), batch["mask"].sum(axis=1)
+
+
+def objective(impl, batch: dict, reduction: str) -> float:
+    return float(impl.masked_token_ppo_objective(**batch, reduction=reduction))
+
+
+def with_masked_values(batch: dict, draw_seed: int) -> dict:
+    """The batch with every masked log-prob replaced by an extreme value (either sign, beyond exp's range)."""
+    random = np.random.default_rng(draw_seed)
+    masked = batch["mask"] == 0
+    changed = dict(batch)
+    for key in ("new_log_probs", "old_log_probs"):
+        changed[key] = np.where(masked, random.choice(MASKED_EXTREMES, size=masked.shape), batch[key])
+    return changed
+
+
+def every_output(impl, batch: dict) -> list[np.ndarray]:
+    outputs = list(impl.masked_token_ppo_terms(**batch))
+    outputs += [impl.masked_token_ppo_objective(**batch, reduction=r) for r in REDUCTIONS]
+    ratio_arguments = {k: batch[k] for k in ("new_log_probs", "old_log_probs", "mask")}
+    outputs.append(impl.sequence_log_probability_ratio(**ratio_arguments))
+    outputs.append(impl.sequence_probability_ratio(**ratio_arguments))
+    return outputs
+
+
+OUTPUT_NAMES = ("ratio", "unclipped", "clipped", "pessimistic", *REDUCTIONS, "sequence log-ratio", "sequence ratio")
+
+
+# ---- the seed's example ----------------------------------------------------------------------------------------
+
+SEED_BATCH = dict(
+    new_log_probs=np.array([[9.0, 8.0, -0.7, -1.5, -0.9, 20.0], [7.0, -0.5, -1.2, 30.0, 40.0, 50.0]]),
+    old_log_probs=np.array([[-9.0, -8.0, -1.0, -1.2, -0.8, -20.0], [-7.0, -0.7, -0.9, -30.0, -40.0, -50.0]]),
+    advantages=np.array([1.5, -0.8]),
+    mask=np.array([[0, 0, 1, 1, 1, 0], [0, 1, 1, 0, 0, 0]]),
+    clip_epsilon=0.2,
+)
+
+
+def test_seed_example(impl):
+    ratio, _, _, pessimistic = impl.masked_token_ppo_terms(**SEED_BATCH)
+    assert isinstance(ratio, np.ndarray), "NumPy in must give NumPy out"
+    np.testing.assert_allclose(
+        ratio, np.exp([[0, 0, 0.3, -0.3, -0.1, 0], [0, 0.2, -0.3, 0, 0, 0]]), rtol=1e-12,
+        err_msg="response tokens carry exp(new - old); prompt and padding columns carry exactly 1",
+    )
+    assert np.all(pessimistic[SEED_BATCH["mask"] == 0] == 0.0), "prompt and padding terms must be exactly 0"
+    arguments = {k: SEED_BATCH[k] for k in ("new_log_probs", "old_log_probs", "mask")}
+    np.testing.assert_allclose(impl.sequence_log_probability_ratio(**arguments), [-0.1, -0.1], atol=1e-12)
+    np.testing.assert_allclose(impl.sequence_probability_ratio(**arguments), np.exp([-0.1, -0.1]), rtol=1e-12)
+    # Row 0: A = 1.5, ratios e^0.3 (clipped to 1.2), e^-0.3, e^-0.1. Row 1: A = -0.8, ratios e^0.2, e^-0.3 (clipped
+    # to 0.8). Row sums 4.268483 and -1.617122; 3 and 2 response tokens.
+    sums = np.array([1.5 * (1.2 + np.exp(-0.3) + np.exp(-0.1)), -0.8 * (np.exp(0.2) + 0.8)])
+    expected = {"token_mean": sums.sum() / 5, "sequence_mean": (sums[0] / 3 + sums[1] / 2) / 2,
+                "sequence_sum_mean": sums.sum() / 2}
+    for reduction, value in expected.items():
+        np.testing.assert_allclose(objective(impl, SEED_BATCH, reduction), value, rtol=1e-12,
+                                   err_msg=f"{reduction} of the lab's two rows")
+    np.testing.assert_allclose(list(expected.values()), [0.530272, 0.307133, 1.325681], atol=5e-7)
+
+
+# ---- masked terms ----------------------------------------------------------------------------------------------
+
+
+@given(batch=token_objective_batches())
+def test_terms_are_ppo_terms_at_response_tokens_and_neutral_elsewhere(impl, batch):
+    terms = impl.masked_token_ppo_terms(**batch)
+    masked = batch["mask"] == 0
+    for name, got, expected in zip(("ratio", "unclipped", "clipped", "pessimistic"), terms, expected_terms(batch)):
+        assert isinstance(got, np.ndarray) and got.shape == batch["mask"].shape, (
+            f"{name}: NumPy in must give a NumPy [B, L] array out"
+        )
+        np.testing.assert_allclose(
+            got, expected, **TIGHT,
+            err_msg=f"{name}: at a response token, PPO's term with the response's advantage (one advantage per "
+            "row, shared by its tokens); at a masked position, ratio 1 and terms 0",
+        )
+    assert np.all(terms[0][masked] == 1.0), "masked ratios must be exactly 1 (the multiplicative identity)"
+    for name, term in zip(("unclipped", "clipped", "pessimistic"), terms[1:]):
+        assert np.all(term[masked] == 0.0), f"masked {name} terms must be exactly 0"
+
+
+@given(batch=token_objective_batches(), extremes_seed=seeds)
+def test_values_at_masked_positions_change_nothing(impl, batch, extremes_seed):
+    extreme = with_masked_values(batch, extremes_seed)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # an overflow in exp would warn
+        before, after = every_output(impl, batch), every_output(impl, extreme)
+    for name, a, b in zip(OUTPUT_NAMES, map(np.asarray, before), map(np.asarray, after)):
+        assert not np.isnan(b).any(), (
+            f"{name} is NaN when masked positions hold extremes like +-1e4: the mask must select before exp "
+            "(0 * inf is NaN)"
+        )
+        np.testing.assert_array_equal(
+            b, a, err_msg=f"{name} changed when only values at masked positions (prompt, padding) changed",
+        )
+
+
+@given(batch=token_objective_batches(), extremes_seed=seeds, reduction=st.sampled_from(REDUCTIONS))
+def test_masked_positions_get_no_gradient(impl, batch, extremes_seed, reduction):
+    gradients = []
+    for values in (batch, with_masked_values(batch, extremes_seed)):
+        new = torch.tensor(values["new_log_probs"], requires_grad=True)
+        value = impl.masked_token_ppo_objective(
+            new, torch.tensor(values["old_log_probs"]), torch.tensor(values["advantages"]),
+            torch.tensor(values["mask"]), clip_epsilon=values["clip_epsilon"], reduction=reduction,
+        )
+        assert isinstance(value, torch.Tensor) and value.requires_grad, (
+            "a tensor in must give a tensor out, with the gradient path to new_log_probs kept"
+        )
+        value.backward()
+        gradients.append(new.grad.numpy())
+    assert np.all(gradients[1][batch["mask"] == 0] == 0.0) and not np.isnan(gradients[1]).any(), (
+        f"{reduction}: gradient reached a masked position (or is NaN there): prompt and padding log-probs must not "
+        "be in the loss"
+    )
+    np.testing.assert_array_equal(gradients[1], gradients[0],
+                                  err_msg=f"{reduction}: the gradient changed when only masked values changed")
+
+
+@given(batch=token_objective_batches(allow_empty=False), reduction=st.sampled_from(REDUCTIONS))
+def test_gradient_is_ppos_at_each_response_token(impl, batch, reduction):
+    new = torch.tensor(batch["new_log_probs"], requires_grad=True)
+    arguments = dict(batch, new_log_probs=new)
+    impl.masked_token_ppo_objective(**arguments, reduction=reduction).backward()
+    ratio = expected_terms(batch)[0]
+    advantages = batch["advantages"][:, None] * np.ones_like(ratio)
+    epsilon = batch["clip_epsilon"]
+    binds = ((advantages > 0) & (ratio > 1 + epsilon)) | ((advantages < 0) & (ratio < 1 - epsilon))
+    lengths = batch["mask"].sum(axis=1, keepdims=True) * np.ones_like(ratio)
+    weight = {"token_mean": 1.0 / batch["mask"].sum(), "sequence_mean": 1.0 / (len(ratio) * lengths),
+              "sequence_sum_mean": 1.0 / len(ratio)}[reduction]
+    expected = np.where((batch["mask"] == 1) & ~binds, ratio * advantages * weight, 0.0)
+    np.testing.assert_allclose(
+        new.grad.numpy(), expected, rtol=1e-9, atol=1e-12,
+        err_msg=f"{reduction}: d objective / d new_log_prob must be ratio * A * (the token's weight) where the clip "
+        "does not bind and 0 where it does: the objective is to be MAXIMISED (a loss is its negative), and the "
+        "advantages and old log-probs are constants",
+    )
+
+
+# ---- reductions ------------------------------------------------------------------------------------------------
+
+
+@given(batch=token_objective_batches())
+def test_each_reduction_matches_its_formula(impl, batch):
+    sums, lengths = per_row(batch)
+    np.testing.assert_allclose(
+        objective(impl, batch, "token_mean"), sums.sum() / max(lengths.sum(), 1), **TIGHT,
+        err_msg="token_mean = sum(m * l) / sum(m): every response token of the batch weighs the same; divide by "
+        "the number of response tokens, not the number of rows or of padded positions",
+    )
+    np.testing.assert_allclose(
+        objective(impl, batch, "sequence_mean"), np.mean(np.where(lengths > 0, sums / np.maximum(lengths, 1), 0.0)),
+        **TIGHT,
+        err_msg="sequence_mean = mean over rows of (row sum / row's response length): divide each row by its own "
+        "response length, not the padded length; an empty row contributes 0 and still counts in B",
+    )
+    np.testing.assert_allclose(
+        objective(impl, batch, "sequence_sum_mean"), sums.mean(), **TIGHT,
+        err_msg="sequence_sum_mean = mean over rows of each row's sum over its response tokens",
+    )
+
+
+@given(batch=token_objective_batches(equal_lengths=True))
+def test_reductions_agree_up_to_the_length_when_rows_have_equal_length(impl, batch):
+    length = int(batch["mask"].sum(axis=1)[0])
+    token_mean, sequence_mean, sequence_sum_mean = (objective(impl, batch, r) for r in REDUCTIONS)
+    np.testing.assert_allclose(sequence_mean, token_mean, **TIGHT,
+                               err_msg="with equal response lengths, sequence_mean equals token_mean")
+    np.testing.assert_allclose(
+        sequence_sum_mean, length * token_mean, **TIGHT,
+        err_msg=f"with every response {length} tokens long, sequence_sum_mean is {length} times token_mean",
+    )
+
+
+def test_reductions_differ_as_documented_when_lengths_differ(impl):
+    # Row 0: one token, row 1: three; at ratio 1 every pessimistic term is the row's advantage.
+    batch = dict(new_log_probs=np.zeros((2, 3)), old_log_probs=np.zeros((2, 3)), advantages=np.array([4.0, 1.0]),
+                 mask=np.array([[1, 0, 0], [1, 1, 1]]), clip_epsilon=0.2)
+    token_mean, sequence_mean, sequence_sum_mean = (objective(impl, batch, r) for r in REDUCTIONS)
+    np.testing.assert_allclose(token_mean, (4 + 3) / 4, **TIGHT,
+                               err_msg="token_mean weighs the 3-token response three times the 1-token one")
+    np.testing.assert_allclose(sequence_mean, (4 + 1) / 2, **TIGHT,
+                               err_msg="sequence_mean weighs each response once, whatever its length")
+    np.testing.assert_allclose(sequence_sum_mean, (4 + 3) / 2, **TIGHT,
+                               err_msg="sequence_sum_mean sums each response's tokens, then averages over rows")
+
+
+def test_an_unknown_reduction_names_the_valid_ones(impl):
+    objective(impl, SEED_BATCH, "token_mean")
+    with pytest.raises(ValueError, match="reduction") as error:
+        impl.masked_token_ppo_objective(**SEED_BATCH, reduction="mean")
+    assert all(name in str(error.value) for name in REDUCTIONS), (
+        f"the error must list the valid reductions {REDUCTIONS}; got: {error.value}"
+    )
+
+
+@given(batch=token_objective_batches(allow_empty=False), empty_at=st.integers(0, 5))
+def test_an_empty_response_contributes_zero_and_counts_in_the_batch(impl, batch, empty_at):
+    rows, length = batch["mask"].shape
+    where = empty_at % (rows + 1)
+    grown = {key: np.insert(value, where, 7.0, axis=0) if key != "clip_epsilon" else value
+             for key, value in batch.items()}
+    grown["mask"][where] = 0  # a row whose response is empty, with junk log-probs and advantage
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # 0 / 0 would warn
+        before = {r: objective(impl, batch, r) for r in REDUCTIONS}
+        after = {r: objective(impl, grown, r) for r in REDUCTIONS}
+        arguments = {k: grown[k] for k in ("new_log_probs", "old_log_probs", "mask")}
+        log_ratio = impl.sequence_log_probability_ratio(**arguments)
+        ratio = impl.sequence_probability_ratio(**arguments)
+    assert all(np.isfinite(value) for value in after.values()), f"an empty response gave NaN or inf: {after}"
+    np.testing.assert_allclose(after["token_mean"], before["token_mean"], **TIGHT,
+                               err_msg="token_mean: an empty response adds no token, so it changes nothing")
+    for reduction in ("sequence_mean", "sequence_sum_mean"):
+        np.testing.assert_allclose(
+            after[reduction], before[reduction] * rows / (rows + 1), **TIGHT,
+            err_msg=f"{reduction}: an empty response contributes 0 and counts in B (the documented choice), so "
+            f"adding one to {rows} rows scales the objective by {rows}/{rows + 1}",
+        )
+    assert log_ratio[where] == 0.0 and ratio[where] == 1.0, (
+        "an empty response's log-ratio is 0 (an empty sum) and its ratio 1"
+    )
+
+
+def test_a_batch_without_response_tokens_gives_zero(impl):
+    batch = dict(SEED_BATCH, mask=np.zeros((2, 6), dtype=np.int64))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        values = [objective(impl, batch, r) for r in REDUCTIONS]
+    assert values == [0.0, 0.0, 0.0], f"no response token at all: every reduction is 0, never NaN; got {values}"
+
+
+# ---- exact sequence ratios -------------------------------------------------------------------------------------
+
+
+@given(batch=token_objective_batches())
+def test_sequence_ratio_is_the_product_of_token_ratios(impl, batch):
+    arguments = {k: batch[k] for k in ("new_log_probs", "old_log_probs", "mask")}
+    log_ratio = impl.sequence_log_probability_ratio(**arguments)
+    ratio = impl.sequence_probability_ratio(**arguments)
+    assert isinstance(ratio, np.ndarray) and ratio.shape == (len(batch["mask"]),), "one ratio per row, [B]"
+    token_ratios = expected_terms(batch)[0]
+    product = np.array([np.prod(row) for row in token_ratios])
+    np.testing.assert_allclose(
+        ratio, product, rtol=1e-10,
+        err_msg="the response's probability ratio is the PRODUCT of its token ratios (not their mean), over "
+        "response tokens only",
+    )
+    response_sum = (np.where(batch["mask"] == 1, batch["new_log_probs"] - batch["old_log_probs"], 0.0)).sum(axis=1)
+    np.testing.assert_allclose(
+        log_ratio, response_sum, **TIGHT,
+        err_msg="the response's log-ratio sums new - old over its response tokens only (prompt and padding "
+        "columns hold junk)",
+    )
+
+
+def test_sequence_ratio_is_computed_in_log_space(impl):
+    # Token log-ratios +400, +400, -400, -400: each token ratio is finite, a running product overflows to inf,
+    # the exact response ratio is 1. And a log-ratio of 1000 is beyond float64: the ratio is inf, never NaN.
+    new = np.array([[400.0, 400.0, -400.0, -400.0], [250.0, 250.0, 250.0, 250.0]])
+    arguments = dict(new_log_probs=new, old_log_probs=np.zeros_like(new), mask=np.ones_like(new))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        log_ratio = impl.sequence_log_probability_ratio(**arguments)
+        ratio = impl.sequence_probability_ratio(**arguments)
+    np.testing.assert_allclose(log_ratio, [0.0, 1000.0], atol=1e-9)
+    np.testing.assert_allclose(ratio[0], 1.0, rtol=1e-12,
+                               err_msg="sum the token log-ratios first, exponentiate once: a running product of "
+                               "token ratios overflows on the way")
+    assert ratio[1] == np.inf, "a log-ratio of 1000 is beyond float64: the ratio is inf (never NaN)"
+
+
+# ---- arrays, rows, and bad input -------------------------------------------------------------------------------
+
+
+@given(batch=token_objective_batches(), permutation_seed=seeds)
+def test_rows_are_permutation_invariant(impl, batch, permutation_seed):
+    order = np.random.default_rng(permutation_seed).permutation(len(batch["mask"]))
+    shuffled = {key: value[order] if key != "clip_epsilon" else value for key, value in batch.items()}
+    before, after = every_output(impl, batch), every_output(impl, shuffled)
+    for name, a, b in zip(OUTPUT_NAMES, map(np.asarray, before), map(np.asarray, after)):
+        expected = a if a.ndim == 0 else a[order]
+        np.testing.assert_allclose(b, expected, rtol=1e-12, atol=1e-12,
+                                   err_msg=f"{name}: reordering rows must reorder per-row outputs and leave "
+                                   "reductions unchanged (does some row's value leak into another?)")
+
+
+@given(batch=token_objective_batches())
+def test_tensor_in_tensor_out_and_inputs_untouched(impl, batch):
+    original = {key: np.copy(value) for key, value in batch.items()}
+    expected = every_output(impl, batch)
+    tensors = {key: torch.tensor(value) if key != "clip_epsilon" else value for key, value in batch.items()}
+    outputs = every_output(impl, tensors)
+    for name, got, want in zip(OUTPUT_NAMES, outputs, expected):
+        assert isinstance(got, torch.Tensor), f"{name}: a tensor in must give a tensor out"
+        np.testing.assert_array_equal(got.numpy(), want, err_msg=f"{name}: tensors and NumPy arrays must agree")
+    for key, value in original.items():
+        np.testing.assert_array_equal(batch[key], value, err_msg=f"{key} was changed in place")
+
+
+def test_bad_input_is_a_clear_error(impl):
+    impl.masked_token_ppo_terms(**SEED_BATCH)
+    cases = {
+        "old_log_probs": dict(old_log_probs=SEED_BATCH["old_log_probs"][:, :5]),
+        "mask": dict(mask=SEED_BATCH["mask"][:, :5]),
+        "advantages": dict(advantages=np.ones((2, 6))),  # one advantage per response, not per token
+        "clip_epsilon": dict(clip_epsilon=0.0),
+    }
+    for name, change in cases.items():
+        with pytest.raises(ValueError, match=name):
+            impl.masked_token_ppo_terms(**dict(SEED_BATCH, **change))
+    with pytest.raises(ValueError, match="mask"):
+        impl.masked_token_ppo_terms(**dict(SEED_BATCH, mask=SEED_BATCH["mask"] * 2))
+    with pytest.raises(ValueError, match="mask"):
+        impl.sequence_log_probability_ratio(SEED_BATCH["new_log_probs"], SEED_BATCH["old_log_probs"],
+                                            SEED_BATCH["mask"][:1])
