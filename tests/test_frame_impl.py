@@ -1,0 +1,147 @@
+"""The frame: the --impl switch, the mistake overlay, the manifest and the mirror between exercises/ and solutions/."""
+
+from __future__ import annotations
+
+import inspect
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from kata import impl as implementations
+from kata.manifest import CONCEPTS, MAX_POINTS
+from kata.package import export_map
+
+pytestmark = pytest.mark.frame
+
+ROOT = implementations.REPOSITORY_ROOT
+SOLUTIONS = ROOT / "solutions"
+EXERCISES = ROOT / "exercises"
+GAE_EXAMPLE = dict(rewards=np.array([1.0, 100.0]), values=np.array([2.0, 0.0]), next_values=np.array([10.0, 0.0]),
+                   terminated=np.array([False, True]), trace_cuts=np.array([True, True]), gamma=0.9, gae_lambda=1.0)
+
+
+def copy_of_solutions(destination: Path) -> Path:
+    shutil.copytree(SOLUTIONS, destination, ignore=shutil.ignore_patterns("__pycache__"))
+    return destination
+
+
+def test_named_packages_load(impl):
+    solutions = implementations.load("solutions")
+    assert solutions.package_name == "solutions"
+    np.testing.assert_allclose(solutions.gae_advantages(**GAE_EXAMPLE), [8.0, 100.0])
+    exercises = implementations.load("exercises")
+    with pytest.raises(NotImplementedError, match="not implemented yet: gae_advantages — GUIDE.md §3"):
+        exercises.gae_advantages(**GAE_EXAMPLE)
+
+
+def test_a_folder_under_any_name_loads_privately(tmp_path):
+    before = {name: sys.modules.get(name) for name in ("solutions", "exercises")}
+    submission = copy_of_solutions(tmp_path / "submissions" / "student-7")
+    loaded = implementations.load(str(submission))
+    assert loaded.package_name.startswith("kata_submission_"), "a submission gets a private package name"
+    np.testing.assert_allclose(loaded.gae_advantages(**GAE_EXAMPLE), [8.0, 100.0])
+    assert loaded.module("gae").__file__.startswith(str(submission)), "the code must come from the folder"
+    assert {name: sys.modules.get(name) for name in before} == before, "installed packages must not be disturbed"
+    other = implementations.load(str(copy_of_solutions(tmp_path / "another")))
+    assert other.package_name != loaded.package_name, "two submissions load side by side"
+
+
+def test_a_folder_without_init_loads(tmp_path):
+    submission = copy_of_solutions(tmp_path / "bare")
+    (submission / "__init__.py").unlink()
+    loaded = implementations.load(str(submission))
+    np.testing.assert_allclose(loaded.rloo_advantages(np.array([[1.0, 2.0, 6.0]])), [[-3.0, -1.5, 4.5]])
+
+
+def test_a_module_that_does_not_import_leaves_the_others_alone(tmp_path):
+    submission = copy_of_solutions(tmp_path / "broken")
+    (submission / "gae.py").write_text("def gae_advantages(:\n")
+    loaded = implementations.load(str(submission))
+    with pytest.raises(implementations.ImplementationImportError, match=r"gae\.py could not be imported"):
+        loaded.gae_advantages(**GAE_EXAMPLE)
+    np.testing.assert_allclose(loaded.rloo_advantages(np.array([[1.0, 2.0, 6.0]])), [[-3.0, -1.5, 4.5]])
+
+
+def test_bad_implementation_specs_are_clear_errors(tmp_path):
+    with pytest.raises(ValueError, match="not a folder"):
+        implementations.load(str(tmp_path / "missing"))
+    with pytest.raises(ValueError, match="none of the concept modules"):
+        implementations.load(str(tmp_path))
+    with pytest.raises(ValueError, match="unknown concept"):
+        implementations.load("solutions").module("gea")
+
+
+def test_the_environment_variable_sets_the_default(monkeypatch):
+    monkeypatch.setenv(implementations.ENVIRONMENT_VARIABLE, "solutions")
+    assert implementations.default_spec() == "solutions"
+    assert implementations.load().package_name == "solutions"
+    monkeypatch.delenv(implementations.ENVIRONMENT_VARIABLE)
+    assert implementations.default_spec() == "exercises"
+
+
+def test_a_mistake_is_bound_everywhere_in_a_private_copy():
+    wrong = implementations.load("solutions", mistake="gae/recursion_leaks_across_cuts")
+    assert wrong.package_name != "solutions"
+    assert not np.allclose(wrong.gae_advantages(**GAE_EXAMPLE), [8.0, 100.0])
+    right = implementations.load("solutions")
+    np.testing.assert_allclose(right.gae_advantages(**GAE_EXAMPLE), [8.0, 100.0])
+    with pytest.raises(ValueError, match="mistake must be"):
+        implementations.load("solutions", mistake="gae/no_such_mistake")
+
+
+def test_pytest_impl_path_runs_the_tests_on_a_folder(tmp_path):
+    submission = copy_of_solutions(tmp_path / "student-7")
+    completed = subprocess.run(
+        [sys.executable, "-m", "pytest", "tests/test_baselines.py", "--impl", str(submission), "-q",
+         "-k", "worked_example or sum_to_zero", "-p", "no:cacheprovider"],
+        cwd=ROOT, capture_output=True, text=True,
+    )
+    assert completed.returncode == 0, completed.stdout[-2000:] + completed.stderr[-2000:]
+    assert f"implementation {submission}" in completed.stdout or "passed" in completed.stdout
+
+
+# ---- the manifest and the mirror -------------------------------------------------------------------------------
+
+
+def test_the_manifest_lists_the_eight_concepts_in_teaching_order():
+    assert [c.name for c in CONCEPTS] == [
+        "reinforce", "baselines", "gae", "clipped_surrogate", "ppo_cartpole", "response_masks", "token_objectives",
+        "rloo_loop",
+    ]
+    assert [c.number for c in CONCEPTS] == list(range(1, 9))
+    assert MAX_POINTS == 100.0
+    for concept in CONCEPTS:
+        assert len(concept.hints) >= 3, f"{concept.name}: hints go from a nudge to nearly the answer"
+        assert concept.mistakes, f"{concept.name}: list the mistakes its tests catch"
+    assert len(export_map()) == sum(len(c.exports) for c in CONCEPTS), "a public name belongs to one concept"
+
+
+def test_the_guide_has_every_section_and_anchor():
+    guide = (ROOT / "GUIDE.md").read_text()
+    for concept in CONCEPTS:
+        assert f"## {concept.number}. {concept.title}" in guide, f"GUIDE.md lacks the section of {concept.name}"
+
+
+@pytest.mark.parametrize("concept", CONCEPTS, ids=lambda c: c.name)
+def test_exercises_and_solutions_mirror_each_other(concept):
+    assert (EXERCISES / f"{concept.name}.py").exists() == (SOLUTIONS / f"{concept.name}.py").exists()
+    if not (SOLUTIONS / f"{concept.name}.py").exists():
+        pytest.skip(f"{concept.name} is not written yet")
+    exercises = implementations.load("exercises").module(concept.name)
+    solutions = implementations.load("solutions").module(concept.name)
+    for name in concept.exports:
+        assert hasattr(solutions, name), f"solutions/{concept.name}.py does not define {name}"
+        assert hasattr(exercises, name), f"exercises/{concept.name}.py does not define {name}"
+        assert inspect.signature(getattr(exercises, name)) == inspect.signature(getattr(solutions, name)), (
+            f"{name}: the stub's signature must be the reference's"
+        )
+        assert inspect.getdoc(getattr(exercises, name)), f"exercises: {name} needs its docstring (the contract)"
+
+
+def test_every_file_is_mirrored():
+    names = {p.name for p in SOLUTIONS.glob("*.py")}
+    assert names == {p.name for p in EXERCISES.glob("*.py")}, "exercises/ and solutions/ mirror file for file"
