@@ -65,6 +65,10 @@ CONCEPTS: tuple[Concept, ...] = (
             Mistake("reward_to_go_ignores_episode_ends", "returns leak from one episode into the previous one"),
             Mistake("entropy_of_probabilities_not_logits", "entropy computed as if the logits were "
                     "probabilities"),
+            Mistake("reward_to_go_not_discounted", "reward-to-go ignores gamma: every discount behaves like 1"),
+            Mistake("entropy_log_of_softmax", "entropy from log(softmax(z)): NaN once a probability underflows "
+                    "to 0"),
+            Mistake("entropy_over_wrong_axis", "softmax and sum over the batch axis instead of the action axis"),
         ),
     ),
     Concept(
@@ -169,6 +173,10 @@ CONCEPTS: tuple[Concept, ...] = (
                     "non-negative KL"),
             Mistake("clip_fraction_counts_ratio_outside", "the active clip fraction counts |r - 1| > eps, "
                     "whatever the advantage's sign"),
+            Mistake("old_log_probs_not_detached", "gradient flows into the old log-probabilities, which are data "
+                    "recorded before the update"),
+            Mistake("kl_ratio_inverted", "the k3 estimator with old/new instead of new/old: non-negative, but "
+                    "not an estimate of KL(old || new) under the old policy's samples"),
         ),
     ),
     Concept(

@@ -1,0 +1,15 @@
+"""The advantage is clipped to [1 - ε, 1 + ε] instead of the probability ratio."""
+
+import torch
+
+from kata.arrays import like_inputs
+from kata.contracts.clipped_surrogate import surrogate_inputs
+
+
+def clipped_surrogate_terms(new_log_probs, old_log_probs, advantages, clip_epsilon):
+    new, old, adv, epsilon = surrogate_inputs(new_log_probs, old_log_probs, advantages, clip_epsilon)
+    ratio = torch.exp(new - old.detach())
+    unclipped = ratio * adv.detach()
+    clipped = ratio * torch.clamp(adv.detach(), 1.0 - epsilon, 1.0 + epsilon)
+    return like_inputs((ratio, unclipped, clipped, torch.minimum(unclipped, clipped)),
+                       new_log_probs, old_log_probs, advantages)

@@ -1,0 +1,13 @@
+"""The entropy bonus is computed and never added to the loss: the coefficient does nothing."""
+
+from kata.arrays import like_inputs
+from kata.contracts.clipped_surrogate import ppo_loss_inputs
+
+
+def ppo_loss(policy_loss, value_loss, entropy, value_coefficient, entropy_coefficient):
+    policy, value, entropy_t, c_value, c_entropy = ppo_loss_inputs(
+        policy_loss, value_loss, entropy, value_coefficient, entropy_coefficient
+    )
+    bonus = c_entropy * entropy_t.mean()  # noqa: F841 - computed, then forgotten
+    total = policy + c_value * value
+    return like_inputs(total, policy_loss, value_loss, entropy)

@@ -1,0 +1,9 @@
+"""The k1 estimate mean(old - new log-probs) reported as a KL: unbiased, but a single batch can make it negative."""
+
+from kata.arrays import like_inputs
+from kata.contracts.clipped_surrogate import ratio_inputs
+
+
+def approximate_kl(new_log_probs, old_log_probs):
+    new, old = ratio_inputs(new_log_probs, old_log_probs)
+    return like_inputs((old.detach() - new).mean(), new_log_probs, old_log_probs)

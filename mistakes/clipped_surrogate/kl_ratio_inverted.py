@@ -1,0 +1,13 @@
+"""The k3 estimator with the ratio inverted, old/new: non-negative, but under samples from the old policy it does not
+estimate KL(old ‖ new) (nor any KL)."""
+
+import torch
+
+from kata.arrays import like_inputs
+from kata.contracts.clipped_surrogate import ratio_inputs
+
+
+def approximate_kl(new_log_probs, old_log_probs):
+    new, old = ratio_inputs(new_log_probs, old_log_probs)
+    log_ratio = old.detach() - new
+    return like_inputs((torch.expm1(log_ratio) - log_ratio).mean(), new_log_probs, old_log_probs)

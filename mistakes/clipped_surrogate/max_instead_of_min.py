@@ -1,0 +1,15 @@
+"""The optimistic max of the two branches instead of the pessimistic min: the clip never holds the ratio back."""
+
+import torch
+
+from kata.arrays import like_inputs
+from kata.contracts.clipped_surrogate import surrogate_inputs
+
+
+def clipped_surrogate_terms(new_log_probs, old_log_probs, advantages, clip_epsilon):
+    new, old, adv, epsilon = surrogate_inputs(new_log_probs, old_log_probs, advantages, clip_epsilon)
+    ratio = torch.exp(new - old.detach())
+    unclipped = ratio * adv.detach()
+    clipped = torch.clamp(ratio, 1.0 - epsilon, 1.0 + epsilon) * adv.detach()
+    return like_inputs((ratio, unclipped, clipped, torch.maximum(unclipped, clipped)),
+                       new_log_probs, old_log_probs, advantages)

@@ -1,0 +1,16 @@
+"""The old log-probabilities keep their graph: the policy loss pushes gradient into data recorded before the update
+(and, when they come from the same network, moves the reference the ratio is measured against)."""
+
+import torch
+
+from kata.arrays import like_inputs
+from kata.contracts.clipped_surrogate import surrogate_inputs
+
+
+def clipped_surrogate_terms(new_log_probs, old_log_probs, advantages, clip_epsilon):
+    new, old, adv, epsilon = surrogate_inputs(new_log_probs, old_log_probs, advantages, clip_epsilon)
+    ratio = torch.exp(new - old)  # no .detach() on the old log-probs
+    unclipped = ratio * adv.detach()
+    clipped = torch.clamp(ratio, 1.0 - epsilon, 1.0 + epsilon) * adv.detach()
+    return like_inputs((ratio, unclipped, clipped, torch.minimum(unclipped, clipped)),
+                       new_log_probs, old_log_probs, advantages)

@@ -1,0 +1,15 @@
+"""The value prediction is clipped around the returns instead of around the old values."""
+
+import torch
+
+from kata.arrays import like_inputs
+from kata.contracts.clipped_surrogate import value_inputs
+
+
+def clipped_value_loss(values, old_values, returns, clip_epsilon):
+    new, old, target, epsilon = value_inputs(values, old_values, returns, clip_epsilon)
+    target = target.detach()
+    unclipped = (new - target) ** 2
+    clipped_prediction = target + torch.clamp(new - target, -epsilon, epsilon)
+    clipped = (clipped_prediction - target) ** 2
+    return like_inputs(0.5 * torch.maximum(unclipped, clipped).mean(), values, old_values, returns)

@@ -1,0 +1,14 @@
+"""The value loss keeps the smaller of the two squared errors (min) instead of the larger (max)."""
+
+import torch
+
+from kata.arrays import like_inputs
+from kata.contracts.clipped_surrogate import value_inputs
+
+
+def clipped_value_loss(values, old_values, returns, clip_epsilon):
+    new, old, target, epsilon = value_inputs(values, old_values, returns, clip_epsilon)
+    old, target = old.detach(), target.detach()
+    unclipped = (new - target) ** 2
+    clipped = (old + torch.clamp(new - old, -epsilon, epsilon) - target) ** 2
+    return like_inputs(0.5 * torch.minimum(unclipped, clipped).mean(), values, old_values, returns)

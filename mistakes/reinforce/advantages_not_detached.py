@@ -1,0 +1,11 @@
+"""The advantages are not detached: gradient flows into them, so the policy loss also trains whatever computed
+them (a critic learns to make the policy's loss small instead of predicting returns)."""
+
+from kata.arrays import like_inputs
+from kata.contracts.reinforce import surrogate_inputs
+
+
+def reinforce_surrogate_loss(log_probs, advantages):
+    log_probs_t, advantages_t = surrogate_inputs(log_probs, advantages)
+    loss = -(log_probs_t * advantages_t).mean()  # no .detach(): the advantages' graph is kept
+    return like_inputs(loss, log_probs, advantages)

@@ -1,0 +1,13 @@
+"""The entropy takes log(softmax(z)): a probability that underflows to 0 gives 0 · log 0 = NaN for large logits."""
+
+import torch
+
+from kata.arrays import like_inputs
+from kata.contracts.reinforce import entropy_inputs
+
+
+def categorical_entropy(logits):
+    logits_t = entropy_inputs(logits)
+    probabilities = torch.softmax(logits_t, dim=-1)
+    entropy = -(probabilities * torch.log(probabilities)).sum(dim=-1)
+    return like_inputs(entropy, logits)

@@ -1,0 +1,12 @@
+"""The logits are used as if they were probabilities: -Σ z log z instead of -Σ p log p with p = softmax(z)."""
+
+import torch
+
+from kata.arrays import like_inputs
+from kata.contracts.reinforce import entropy_inputs
+
+
+def categorical_entropy(logits):
+    logits_t = entropy_inputs(logits)
+    entropy = -(logits_t * torch.log(logits_t)).sum(dim=-1)
+    return like_inputs(entropy, logits)

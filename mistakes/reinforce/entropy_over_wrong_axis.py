@@ -1,0 +1,13 @@
+"""The softmax and the sum run over the first axis (the batch) instead of the last (the actions)."""
+
+import torch
+
+from kata.arrays import like_inputs
+from kata.contracts.reinforce import entropy_inputs
+
+
+def categorical_entropy(logits):
+    logits_t = entropy_inputs(logits)
+    log_p = torch.log_softmax(logits_t, dim=0).clamp_min(torch.finfo(logits_t.dtype).min)
+    entropy = (log_p.exp() * -log_p).sum(dim=-1)
+    return like_inputs(entropy, logits)

@@ -1,0 +1,10 @@
+"""The loss is +mean(log π · A): minimising it lowers the probability of actions with positive advantage."""
+
+from kata.arrays import like_inputs
+from kata.contracts.reinforce import surrogate_inputs
+
+
+def reinforce_surrogate_loss(log_probs, advantages):
+    log_probs_t, advantages_t = surrogate_inputs(log_probs, advantages)
+    loss = (log_probs_t * advantages_t.detach()).mean()
+    return like_inputs(loss, log_probs, advantages)

@@ -1,0 +1,15 @@
+"""Reward-to-go runs straight through episode ends: returns leak from one episode into the one before it."""
+
+import torch
+
+from kata.arrays import like_inputs
+from kata.contracts.reinforce import reward_to_go_inputs
+
+
+def discounted_reward_to_go(rewards, episode_ends, gamma):
+    rewards_t, _ends, gamma_value = reward_to_go_inputs(rewards, episode_ends, gamma)
+    returns, following = [], torch.zeros_like(rewards_t[0])
+    for t in reversed(range(rewards_t.shape[0])):
+        following = rewards_t[t] + gamma_value * following  # never reset at an episode end
+        returns.insert(0, following)
+    return like_inputs(torch.stack(returns), rewards)
