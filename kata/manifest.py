@@ -7,6 +7,7 @@ and the study guide's numbering. Concept number ``i`` is GUIDE.md section ``§i`
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 
@@ -24,7 +25,6 @@ class Concept:
     name: str  # module name in exercises/ and solutions/, and the pytest marker
     title: str
     points: float
-    guide_anchor: str  # GitHub-style anchor of the concept's section in GUIDE.md
     summary: str
     exports: tuple[str, ...]  # public names the concept module defines; the package re-exports them
     hints: tuple[str, ...]  # from a gentle nudge to nearly the answer
@@ -38,6 +38,17 @@ class Concept:
     def guide_section(self) -> str:
         return f"GUIDE.md §{self.number}"
 
+    @property
+    def guide_heading(self) -> str:
+        """The concept's heading in GUIDE.md."""
+        return f"{self.number}. {self.title}"
+
+    @property
+    def guide_anchor(self) -> str:
+        """The heading's anchor as GitHub renders it (lower case, punctuation dropped, spaces to hyphens)."""
+        slug = re.sub(r"[^\w\- ]", "", self.guide_heading.lower())
+        return slug.replace(" ", "-")
+
 
 CONCEPTS: tuple[Concept, ...] = (
     Concept(
@@ -45,7 +56,6 @@ CONCEPTS: tuple[Concept, ...] = (
         name="reinforce",
         title="REINFORCE: the score-function estimator and the detach contract",
         points=10,
-        guide_anchor="1-reinforce-the-score-function-estimator",
         summary="A surrogate loss whose gradient is the policy gradient; advantages enter as constants.",
         exports=("reinforce_surrogate_loss", "discounted_reward_to_go", "categorical_entropy"),
         hints=(
@@ -76,7 +86,6 @@ CONCEPTS: tuple[Concept, ...] = (
         name="baselines",
         title="Baselines: no baseline, the same-group mean, and RLOO",
         points=10,
-        guide_anchor="2-baselines-group-means-and-leave-one-out",
         summary="Group baselines change variance; the same-group mean also scales the gradient by (G-1)/G.",
         exports=(
             "no_baseline_advantages",
@@ -107,7 +116,6 @@ CONCEPTS: tuple[Concept, ...] = (
         name="gae",
         title="GAE with two masks: bootstrap and trace cuts",
         points=15,
-        guide_anchor="3-gae-two-masks-for-two-questions",
         summary="`terminated` decides whether to bootstrap; `trace_cuts` decides whether the recursion goes on.",
         exports=("gae_advantages",),
         hints=(
@@ -135,7 +143,6 @@ CONCEPTS: tuple[Concept, ...] = (
         name="clipped_surrogate",
         title="PPO's clipped objectives and diagnostics",
         points=15,
-        guide_anchor="4-ppos-clipped-objectives-and-diagnostics",
         summary="The pessimistic clipped surrogate, the clipped value loss, the entropy bonus and the "
                 "diagnostics (non-negative approximate KL, active clip fraction, ratio-outside fraction).",
         exports=(
@@ -184,7 +191,6 @@ CONCEPTS: tuple[Concept, ...] = (
         name="ppo_cartpole",
         title="Complete PPO on CartPole",
         points=15,
-        guide_anchor="5-complete-ppo-on-cartpole",
         summary="Environment flags into the two GAE masks, and the PPO update: shuffled minibatch epochs, "
                 "clipped losses, entropy, gradient-norm clipping and diagnostics.",
         exports=("gae_masks", "bootstrap_values", "minibatch_indices", "ppo_update",
@@ -217,7 +223,6 @@ CONCEPTS: tuple[Concept, ...] = (
         name="response_masks",
         title="Response masks and the causal shift",
         points=10,
-        guide_anchor="6-response-masks-and-the-causal-shift",
         summary="A 0/1 mask aligned with the labels input_ids[:, 1:], and token log-probs gathered with the "
                 "causal shift.",
         exports=("response_token_mask", "token_log_probs"),
@@ -247,7 +252,6 @@ CONCEPTS: tuple[Concept, ...] = (
         name="token_objectives",
         title="Token-level PPO: masked terms, reductions and exact sequence ratios",
         points=15,
-        guide_anchor="7-token-level-ppo-masks-reductions-sequence-ratios",
         summary="Masked per-token PPO terms, the token_mean / sequence_mean / sequence_sum_mean reductions, and "
                 "exact response-level ratios.",
         exports=(
@@ -291,11 +295,12 @@ CONCEPTS: tuple[Concept, ...] = (
         name="rloo_loop",
         title="The RLOO loop: a tiny autoregressive policy learns from a verifier",
         points=10,
-        guide_anchor="8-the-rloo-loop",
         summary="Sample response groups with EOS and padding, RLOO advantages per prompt, frozen old token "
                 "log-probs, PPO epochs on the masked token objective.",
         exports=(
             "sample_responses",
+            "group_rloo_advantages",
+            "sequence_policy_loss",
             "rloo_iteration",
             "sequence_profile_config",
             "train_tiny_sequence_policy",
@@ -313,8 +318,6 @@ CONCEPTS: tuple[Concept, ...] = (
             Mistake("rloo_includes_self", "the sample is included in its own baseline"),
             Mistake("groups_across_prompts", "groups formed across prompts instead of within each prompt"),
             Mistake("causal_shift_off_by_one", "token log-probs aligned with input_ids[:, :-1]"),
-            "group_rloo_advantages",
-            "sequence_policy_loss",
             Mistake("eos_excluded_from_loss", "the EOS token is left out of the loss, so stopping is never "
                     "learned"),
             Mistake("old_log_probs_not_frozen", "old log-probs recomputed with the current policy at every "
