@@ -66,6 +66,8 @@ CONCEPTS: tuple[Concept, ...] = (
             "forgot, then return `-(log_probs * advantages).mean()`.",
             "Reward-to-go runs backwards: G_t = r_t + gamma * G_{t+1}, and G_{t+1} is reset to 0 after a step "
             "that ends an episode.",
+            "Entropy: log_p = torch.log_softmax(logits, dim=-1), never log(softmax(...)); then sum -exp(log_p) * "
+            "log_p over the last axis, with log_p clamped to a finite minimum so that p = 0 adds exactly 0.",
         ),
         mistakes=(
             Mistake("advantages_not_detached", "gradient flows into the advantages, so a critic would be "
@@ -163,6 +165,8 @@ CONCEPTS: tuple[Concept, ...] = (
             "approx KL = mean((r - 1) - log r) is >= 0 for every sample. The clip is active where the clipped "
             "branch is the smaller one and differs from the unclipped: A > 0 and r > 1 + eps, or A < 0 and "
             "r < 1 - eps.",
+            "The total: policy_loss + value_coefficient * value_loss - entropy_coefficient * entropy.mean(). "
+            "Entropy is a bonus, so it is subtracted from a loss that is minimised.",
         ),
         mistakes=(
             Mistake("max_instead_of_min", "the optimistic max of the two branches instead of the pessimistic "
