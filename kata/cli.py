@@ -1,0 +1,351 @@
+"""The ``kata`` command: the student's and the instructor's tools, all reading kata/manifest.py.
+
+    kata list                       the eight concepts in teaching order
+    kata hint gae [--level 2]       the manifest's hints, one at a time
+    kata status                     each concept's state and the next one to work on (runs no test)
+    kata check [gae] [--slow]       run one concept's tests on exercises/ (default: the next unfinished one)
+    kata watch [gae]                check again whenever a file in exercises/ changes
+    kata grade [SUBMISSION ...]     grade folders laid out like exercises/ with the reference's tests
+    kata lab                        run the lab (kata.lab)
+    kata mistakes [CONCEPT ...]     prove every catalogued mistake is caught (kata.mistakes)
+    kata selfcheck                  prove every stub fails its tests (kata.selfcheck)
+
+The student's path (list, hint, status) imports nothing heavy: ``kata status`` answers in well under two seconds.
+Commands that run tests start pytest in a subprocess, from this repository.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import textwrap
+from collections.abc import Sequence
+from pathlib import Path
+
+from kata.manifest import CONCEPTS, MAX_POINTS, Concept, concept
+
+REPOSITORY_ROOT = Path(__file__).resolve().parent.parent
+WIDTH = 100
+DELEGATED = {
+    "mistakes": ("kata.mistakes", "run each concept's tests against every wrong implementation in mistakes/ "
+                 "and fail if one survives (`kata mistakes --help`)"),
+    "selfcheck": ("kata.selfcheck", "check that every concept test fails on the untouched stubs of exercises/ "
+                  "with the one-line message (`kata selfcheck --help`)"),
+}
+
+
+def concept_argument(name: str) -> Concept:
+    """argparse type: a concept by name, or an error listing the valid names."""
+    try:
+        return concept(name)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+
+
+def positive_float(text: str) -> float:
+    value = float(text)
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be > 0; got {text}")
+    return value
+
+
+def positive_int(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1; got {text}")
+    return value
+
+
+# ---- list and hint -----------------------------------------------------------------------------------------------
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    width = max(len(c.name) for c in CONCEPTS)
+    print(f" #  {'concept':<{width}}  points  guide         title")
+    for c in CONCEPTS:
+        print(f"{c.number:>2}  {c.name:<{width}}  {c.points:>6g}  {c.guide_section:<12}  {c.title}")
+    print(f"\n{len(CONCEPTS)} concepts, {MAX_POINTS:g} points. Start with `kata hint {CONCEPTS[0].name}` and "
+          f"`kata check`; `kata status` says where you stand.")
+    return 0
+
+
+def cmd_hint(args: argparse.Namespace) -> int:
+    c: Concept = args.concept
+    count = len(c.hints)
+    if not 1 <= args.level <= count:
+        print(f"kata hint: {c.name} has {count} hints: --level must be between 1 and {count}", file=sys.stderr)
+        return 2
+    print(f"{c.name}, hint {args.level} of {count} ({c.guide_section}):\n")
+    print(textwrap.fill(c.hints[args.level - 1], WIDTH, initial_indent="  ", subsequent_indent="  "))
+    if args.level < count:
+        print(f"\nStill stuck? The next hint is nearer the answer: kata hint {c.name} --level {args.level + 1}")
+    else:
+        print(f"\nThat was the last hint; {c.guide_section} explains the rest, and the test's message names "
+              "the misunderstanding.")
+    return 0
+
+
+# ---- status, check, watch ----------------------------------------------------------------------------------------
+
+
+def _states():
+    from kata import status
+
+    return status, status.all_states()
+
+
+def _next_line(next_up: Concept | None) -> str:
+    if next_up is None:
+        return "Every concept is done. Run `kata lab` to watch your code train the lab's agents."
+    return (f"Next: {next_up.number}. {next_up.name} — read {next_up.guide_section}, then `kata check "
+            f"{next_up.name}` (stuck? `kata hint {next_up.name}`)")
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    status, states = _states()
+    width = max(len(c.name) for c in CONCEPTS)
+    label_width = max(len(s.label) for s in states)
+    print(f" #  {'concept':<{width}}  {'state':<{label_width}}  points")
+    for s in states:
+        print(f"{s.concept.number:>2}  {s.concept.name:<{width}}  {s.label:<{label_width}}  {s.concept.points:>6g}")
+    next_up = status.next_concept(states)
+    print()
+    print(_next_line(next_up))
+    if next_up is not None:
+        current = next(s for s in states if s.concept == next_up)
+        if current.message:
+            print(textwrap.fill(f"last failure: {current.message}", WIDTH, subsequent_indent="  "))
+    return 0
+
+
+def _pytest_command(c: Concept, slow: bool) -> list[str]:
+    marker = c.marker if slow else f"{c.marker} and not slow"
+    return [sys.executable, "-m", "pytest", "--impl", "exercises", "-m", marker, "-q"]
+
+
+def run_check(c: Concept | None, slow: bool = False) -> int:
+    """Run one concept's tests on exercises/ and say what to do next; pytest's exit code."""
+    status, states = _states()
+    if c is None:
+        c = status.next_concept(states)
+        if c is None:
+            print(_next_line(None))
+            return 0
+    what = "slow integration tests included" if slow else "slow integration tests left out; --slow runs them"
+    print(f"kata check: {c.number}. {c.name} — {c.title} (tests/test_{c.name}.py; {what})", flush=True)
+    environment = dict(os.environ)
+    environment.pop("KATA_IMPL", None)
+    code = subprocess.call(_pytest_command(c, slow), cwd=REPOSITORY_ROOT, env=environment)
+    if code == 5:
+        print(f"\nno test of {c.name} was collected: is tests/test_{c.name}.py there?")
+        return code
+    if code not in (0, 1):
+        return code
+    status, states = _states()
+    state = next(s for s in states if s.concept == c)
+    print()
+    if code == 0 and state.done:
+        print(f"{c.name} passes every test. Well done.")
+        print(_next_line(status.next_concept(states)))
+    else:
+        print(f"{c.name}: {state.label}. Read {c.guide_section}; each message above names a misunderstanding; "
+              f"`kata hint {c.name}` when stuck.")
+    return code
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    return run_check(args.concept, slow=args.slow)
+
+
+def cmd_watch(args: argparse.Namespace) -> int:
+    from kata.watch import watch
+
+    def check() -> None:
+        print("\n" + "=" * 40 + f" {_now()} " + "=" * 40)
+        run_check(args.concept, slow=args.slow)
+
+    return watch(check, REPOSITORY_ROOT / "exercises", interval=args.interval)
+
+
+def _now() -> str:
+    import time
+
+    return time.strftime("%H:%M:%S")
+
+
+# ---- grade -------------------------------------------------------------------------------------------------------
+
+
+def cmd_grade(args: argparse.Namespace) -> int:
+    from kata import grade
+
+    submissions = args.submissions or ["./exercises"]
+    concepts = args.concepts or list(CONCEPTS)
+    cores = os.cpu_count() or 1
+    jobs = max(1, min(args.jobs or cores, len(submissions)))
+    grader = grade.Grader(
+        concepts=concepts,
+        timeout=args.timeout,
+        watchdog=args.watchdog,
+        include_slow=not args.no_slow,
+        threads_per_job=max(1, cores // jobs) if jobs > 1 else None,
+    )
+    print(f"kata grade: {len(submissions)} submission(s), {jobs} at a time, {args.timeout:g} s per test, "
+          f"{grader.watchdog:g} s per run", file=sys.stderr, flush=True)
+    done = [0]
+
+    def progress(result: grade.SubmissionResult) -> None:
+        done[0] += 1
+        print(f"[{done[0]}/{len(submissions)}] {result.submission}: {grade._number(result.total)} of "
+              f"{grade._number(result.max_total)}", file=sys.stderr, flush=True)
+
+    results: list[grade.SubmissionResult] = []
+    code = 0
+    try:
+        results = grade.grade_all(submissions, grader, jobs=jobs, on_result=progress)
+    except grade.GradingInterrupted as interrupted:
+        results = interrupted.results
+        print("kata grade: interrupted; the reports hold what was graded", file=sys.stderr)
+        code = 130
+    finally:
+        written = grade.write_reports(results, json_path=args.json, csv_path=args.csv,
+                                      gradescope_path=args.gradescope, concepts=concepts)
+    print(grade.markdown(results, concepts), end="")
+    for path in written:
+        print(f"wrote {path}", file=sys.stderr)
+    return code
+
+
+# ---- lab and the delegated commands ------------------------------------------------------------------------------
+
+
+def cmd_lab(args: argparse.Namespace) -> int:
+    from kata.lab import main as lab_main
+
+    outcome = lab_main(profile=args.profile, impl=args.impl, out=args.out)
+    return outcome if isinstance(outcome, int) else 0
+
+
+# ---- the parser --------------------------------------------------------------------------------------------------
+
+
+def build_parser() -> argparse.ArgumentParser:
+    names = ", ".join(c.name for c in CONCEPTS)
+    parser = argparse.ArgumentParser(
+        prog="kata",
+        description="Policy gradients from REINFORCE to PPO, test by test. A student works concept by concept "
+        "(status, hint, check, watch); an instructor grades folders laid out like exercises/ (grade).",
+        epilog=f"Concepts, in teaching order: {names}.",
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+
+    p = sub.add_parser("list", help="the eight concepts: number, name, title, points, GUIDE section",
+                       description="List the concepts in teaching order with their points and GUIDE.md section.")
+    p.set_defaults(handler=cmd_list)
+
+    p = sub.add_parser("hint", help="one of a concept's hints, from a nudge to nearly the answer",
+                       description="Print one hint for CONCEPT. Level 1 is a gentle nudge; each level is nearer "
+                       "the answer; the last nearly gives it.")
+    p.add_argument("concept", type=concept_argument, metavar="CONCEPT", help=f"one of: {names}")
+    p.add_argument("--level", type=int, default=1, metavar="N", help="which hint (default 1)")
+    p.set_defaults(handler=cmd_hint)
+
+    p = sub.add_parser(
+        "status", help="each concept's state and the next one to work on (runs no test)",
+        description="Each concept's state: not started (every function still raises not_implemented), "
+        "failing k of n, done (every test not marked slow passed), or changed since last check (the code changed "
+        "after the last recorded run). Results are recorded in .kata/progress.json whenever the tests run on "
+        "exercises/ (kata check, kata watch, or pytest itself). No test runs: the answer is immediate.")
+    p.set_defaults(handler=cmd_status)
+
+    for command, verb in (("check", "Run"), ("watch", "Run again, whenever a file in exercises/ changes,")):
+        p = sub.add_parser(
+            command,
+            help="run one concept's tests on exercises/" if command == "check"
+            else "check again whenever a file in exercises/ changes, until Ctrl-C",
+            description=f"{verb} the tests of CONCEPT against exercises/ (pytest -m CONCEPT --impl exercises). "
+            "Default: the next concept that is not done (see kata status). Tests marked slow (integration runs "
+            "that train an agent) are left out unless --slow; a concept counts as done without them.")
+        p.add_argument("concept", nargs="?", type=concept_argument, metavar="CONCEPT",
+                       help=f"one of: {names} (default: the next unfinished)")
+        p.add_argument("--slow", action="store_true", help="include the slow integration tests")
+        if command == "watch":
+            p.add_argument("--interval", type=positive_float, default=0.5, metavar="SECONDS",
+                           help="how often to look for changes (default 0.5)")
+        p.set_defaults(handler=cmd_check if command == "check" else cmd_watch)
+
+    p = sub.add_parser(
+        "grade", help="grade submissions with the reference's tests (Markdown, JSON, CSV, Gradescope)",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description=textwrap.dedent("""\
+            Grade each SUBMISSION, a folder laid out like exercises/ (default: ./exercises), with this
+            repository's tests, each submission in its own pytest subprocess (--impl SUBMISSION, the ci
+            Hypothesis profile, so every submission meets the same examples; slow integration tests included
+            unless --no-slow: they prove the code trains; the frame tests are not run).
+
+            Points are partial credit: a concept earns points * passed / (passed + failed). Status per concept:
+              passed   every test passed
+              failed   some test failed (the first failure's message is reported)
+              error    the module does not import (syntax or import error), or no test ran: zero points
+              timeout  a test ran longer than --timeout, or the run had to be killed: zero points
+            A hanging concept costs one --timeout (its other tests are not run); the other concepts are still
+            graded. One submission's failure never stops the batch, and the reports are always written.
+
+            Output: a Markdown table on stdout; --json {"submissions": [{"submission", "total", "max_total",
+            "concepts": {NAME: {"points", "max_points", "passed", "failed", "status", "message"}}}]};
+            --csv one row per submission, a column per concept, the total; --gradescope the results.json of
+            an autograder platform (one test per concept; one submission only).
+
+            Submitted code runs with your rights: it can read and write your files and use the network.
+            Grade untrusted code inside a container or a throwaway virtual machine."""))
+    p.add_argument("submissions", nargs="*", metavar="SUBMISSION", help="folders to grade (default ./exercises)")
+    p.add_argument("--json", metavar="FILE", help="write the JSON report to FILE")
+    p.add_argument("--csv", metavar="FILE", help="write one CSV row per submission to FILE")
+    p.add_argument("--gradescope", metavar="FILE", help="write an autograder results.json to FILE")
+    p.add_argument("--timeout", type=positive_float, default=60.0, metavar="SECONDS",
+                   help="limit per test (default 60)")
+    p.add_argument("--watchdog", type=positive_float, default=None, metavar="SECONDS",
+                   help="limit per test process, for hangs no signal interrupts (default 10 x --timeout)")
+    p.add_argument("--jobs", type=positive_int, default=None, metavar="N",
+                   help="submissions graded at once (default: the number of cores)")
+    p.add_argument("--no-slow", action="store_true", help="leave out the slow integration tests")
+    p.add_argument("--concepts", type=lambda text: [concept_argument(n) for n in text.split(",") if n],
+                   default=None, metavar="NAME,NAME", help="grade these concepts only (default: all eight)")
+    p.set_defaults(handler=cmd_grade)
+
+    p = sub.add_parser("lab", help="run the lab end to end and write its figures",
+                       description="Run the lab notebook's experiments on an implementation and write the "
+                       "numbers and plots to --out.")
+    p.add_argument("--profile", choices=("smoke", "full"), default="smoke",
+                   help="smoke: a quick run (default); full: every seed, as in the notebook")
+    p.add_argument("--impl", default="exercises", metavar="exercises|solutions|PATH",
+                   help="implementation to run (default exercises)")
+    p.add_argument("--out", default="lab-output", metavar="DIR", help="where to write (default lab-output)")
+    p.set_defaults(handler=cmd_lab)
+
+    for command, (_, text) in DELEGATED.items():
+        sub.add_parser(command, help=text, add_help=False)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    arguments = list(sys.argv[1:] if argv is None else argv)
+    if arguments and arguments[0] in DELEGATED:  # they parse their own options
+        import importlib
+
+        module = importlib.import_module(DELEGATED[arguments[0]][0])
+        return int(module.main(arguments[1:]) or 0)
+    parser = build_parser()
+    args = parser.parse_args(arguments)
+    if args.command == "grade" and args.gradescope and len(args.submissions) > 1:
+        parser.error("--gradescope writes one submission's results.json: give exactly one SUBMISSION")
+    try:
+        return args.handler(args)
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())
