@@ -1,0 +1,236 @@
+"""Concept 5 — complete PPO on CartPole (GUIDE.md §5).
+
+The frame (``kata.ppo_frame``) collects rollouts from the course's CartPole, values them, evaluates and logs. This
+module holds the parts the concept teaches, and ``train_ppo`` hands them, with this package's own ``gae`` function,
+to the frame's loop:
+
+- ``gae_masks``: three environment flags become GAE's two masks. Only ``terminated`` forbids the bootstrap; the
+  trace is cut by ``terminated``, ``truncated`` (the 500-step limit) and the rollout buffer's last step alike.
+- ``bootstrap_values``: ``V(s_{t+1})`` for every record. After an autoreset the next stored observation belongs
+  to the next episode, so a record that ended an episode takes the value of its *final* observation.
+- ``minibatch_indices``: one epoch is one permutation of the batch cut into minibatches: every sample exactly once.
+- ``ppo_update``: epochs of shuffled minibatches with the clipped policy loss, the clipped value loss and the
+  entropy bonus, gradient-norm clipping between ``backward()`` and ``step()``, diagnostics, and an optional early
+  stop when the approximate KL of an epoch exceeds ``target_kl``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from torch import nn
+
+from kata.arrays import ArrayLike, like_inputs
+from kata.contracts.ppo_cartpole import bootstrap_inputs, flag_inputs, minibatch_inputs, update_inputs
+from kata.networks import action_log_probs
+from kata.ppo_frame import PPOConfig, RolloutBatch, aggregate_training_runs, profile_config, run_ppo
+
+from .clipped_surrogate import (
+    active_clip_fraction,
+    approximate_kl,
+    clipped_policy_loss,
+    clipped_value_loss,
+    ppo_loss,
+    ratio_outside_fraction,
+)
+from .gae import gae_advantages
+from .reinforce import categorical_entropy
+
+__all__ = ["gae_masks", "bootstrap_values", "minibatch_indices", "ppo_update", "profile_config", "train_ppo",
+           "aggregate_training_runs"]
+
+
+def gae_masks(terminated: ArrayLike, truncated: ArrayLike) -> tuple[ArrayLike, ArrayLike]:
+    """GAE's two masks from the environment's flags: ``(terminated, trace_cuts)``.
+
+    Args:
+        terminated: bool or 0/1, ``[T]`` or time-major ``[T, N]``: the task ended at step t (pole fell, cart left).
+        truncated: the same shape: the time limit ended the episode at step t (it may coincide with terminated).
+
+    The rollout buffer ends after the last row, ``t = T - 1``: the record there is followed by nothing in this
+    buffer, so the recursion must stop there too, though it may still bootstrap.
+
+    Returns:
+        ``(terminated, trace_cuts)``: bool arrays of the input's shape and kind (NumPy in, NumPy out), where
+        ``terminated`` is the bootstrap mask (only a real terminal forbids bootstrapping) and ``trace_cuts`` is
+        ``terminated or truncated or t == T - 1``.
+
+    Raises:
+        ValueError: the flags are not 0/1, differ in shape, are not 1-D or 2-D, or are empty.
+
+    Example:
+        >>> gae_masks(np.array([False, True, False, False]), np.array([False, False, True, False]))
+        (array([False,  True, False, False]), array([False,  True,  True,  True]))
+    """
+    terminated_t, truncated_t = flag_inputs(terminated, truncated)
+    buffer_end = torch.zeros_like(terminated_t)
+    buffer_end[-1] = True
+    trace_cuts = terminated_t | truncated_t | buffer_end
+    return like_inputs((terminated_t.clone(), trace_cuts), terminated, truncated)
+
+
+def bootstrap_values(values: ArrayLike, final_values: ArrayLike, last_values: ArrayLike, terminated: ArrayLike,
+                     truncated: ArrayLike) -> ArrayLike:
+    """``V(s_{t+1})`` for every record of a rollout: the ``next_values`` GAE bootstraps from.
+
+    Args:
+        values: ``V(s_t)``, ``[T]`` or time-major ``[T, N]``, for the observation each action was taken at.
+        final_values: the same shape: ``V(final observation)`` where an episode ended at step t (any value
+            elsewhere). After an autoreset, ``s_{t+1}`` in the buffer is the next episode's first observation;
+            the final observation is the one the step really produced.
+        last_values: ``[]`` or ``[N]``: V of the observation after the buffer's last step.
+        terminated, truncated: bool or 0/1 flags of ``values``' shape.
+
+    Returns:
+        ``next_values`` of ``values``' shape and kind: ``final_values[t]`` where an episode ended at t (terminated
+        or truncated; GAE ignores it where terminated), ``values[t + 1]`` inside an episode, ``last_values`` at the
+        buffer's last step.
+
+    Raises:
+        ValueError: shapes do not match, or flags are not 0/1.
+
+    Example:
+        >>> bootstrap_values(np.array([1.0, 2.0, 3.0]), np.array([0.0, 9.0, 0.0]), np.array(4.0),
+        ...                  np.array([False, False, False]), np.array([False, True, False]))
+        array([2., 9., 4.])
+    """
+    x = bootstrap_inputs(values, final_values, last_values, terminated, truncated)
+    following = torch.cat([x.values[1:], x.last_values.unsqueeze(0)])
+    next_values = torch.where(x.terminated | x.truncated, x.final_values, following)
+    return like_inputs(next_values, values, final_values, last_values)
+
+
+def minibatch_indices(batch_size: int, minibatch_size: int, generator: torch.Generator) -> list[torch.Tensor]:
+    """One epoch's minibatches: a random permutation of ``range(batch_size)`` cut into pieces.
+
+    Args:
+        batch_size: number of samples, >= 1.
+        minibatch_size: samples per minibatch, >= 1; the last minibatch is smaller if it does not divide.
+        generator: a ``torch.Generator``; the same generator state gives the same minibatches.
+
+    Returns:
+        A list of int64 tensors whose concatenation holds every index exactly once.
+
+    Example:
+        >>> [len(m) for m in minibatch_indices(10, 4, torch.Generator().manual_seed(0))]
+        [4, 4, 2]
+    """
+    size, minibatch, generator = minibatch_inputs(batch_size, minibatch_size, generator)
+    return list(torch.randperm(size, generator=generator).split(minibatch))
+
+
+def ppo_update(
+    actor: nn.Module,
+    critic: nn.Module,
+    optimizer: torch.optim.Optimizer,
+    batch: RolloutBatch,
+    *,
+    epochs: int,
+    minibatch_size: int,
+    clip_epsilon: float,
+    value_clip_epsilon: float,
+    value_coefficient: float,
+    entropy_coefficient: float,
+    max_grad_norm: float,
+    normalize_advantages: bool = True,
+    target_kl: float | None = None,
+    generator: torch.Generator,
+) -> dict[str, float]:
+    """PPO's update on one rollout: ``epochs`` passes of shuffled minibatches, one optimizer step each.
+
+    For every minibatch (from :func:`minibatch_indices`): ``actor`` and ``critic`` are each called once (with
+    gradient), on the minibatch's observations only; advantages are normalised within the minibatch if asked; the loss is
+    ``ppo_loss(clipped_policy_loss, clipped_value_loss, entropy)``; the gradient norm over all of the optimizer's
+    parameters is clipped to ``max_grad_norm`` after ``backward()`` and before ``step()``. The batch's
+    ``old_log_probs`` and ``old_values`` are the data the ratio and the value clip refer to: never recomputed,
+    never changed. After an epoch whose mean approximate KL exceeds ``target_kl`` (if given), no more epochs run.
+
+    Args:
+        actor: observations ``[B, obs]`` -> logits ``[B, actions]``.
+        critic: observations ``[B, obs]`` -> values ``[B]``.
+        optimizer: steps the parameters of both networks.
+        batch: a :class:`kata.ppo_frame.RolloutBatch`.
+        epochs, minibatch_size: passes over the batch and samples per minibatch (>= 1).
+        clip_epsilon, value_clip_epsilon: ε of the policy ratio clip and of the value clip (> 0).
+        value_coefficient, entropy_coefficient: ``c_v``, ``c_e`` (>= 0).
+        max_grad_norm: bound on the total gradient norm of each step (> 0).
+        normalize_advantages: standardise advantages per minibatch (mean 0, std 1).
+        target_kl: optional early-stop threshold on an epoch's mean approximate KL (> 0).
+        generator: the ``torch.Generator`` for the shuffles.
+
+    Returns:
+        Floats for logging: means over the minibatch steps taken of ``policy_loss``, ``value_loss``, ``entropy``
+        and ``grad_norm`` (before clipping); ``approx_kl``, ``active_clip_fraction`` and
+        ``ratio_outside_fraction`` of the updated policy against ``old_log_probs`` on the whole batch (one
+        forward pass without gradient after the last epoch: how far this update moved the policy); and
+        ``epochs_completed`` and ``minibatch_steps``.
+
+    Raises:
+        ValueError: a malformed batch or an out-of-range hyperparameter.
+    """
+    update_inputs(batch, epochs, minibatch_size, clip_epsilon, value_clip_epsilon, value_coefficient,
+                  entropy_coefficient, max_grad_norm, target_kl, generator)
+    parameters = [p for group in optimizer.param_groups for p in group["params"]]
+    totals = {"policy_loss": 0.0, "value_loss": 0.0, "entropy": 0.0, "grad_norm": 0.0}
+    steps = 0
+    epochs_completed = 0
+    for _ in range(epochs):
+        epoch_kl = []
+        for indices in minibatch_indices(batch.actions.shape[0], minibatch_size, generator):
+            logits = actor(batch.observations[indices])
+            values = critic(batch.observations[indices])
+            new_log_probs = action_log_probs(logits, batch.actions[indices])
+            old_log_probs = batch.old_log_probs[indices]
+            advantages = batch.advantages[indices]
+            if normalize_advantages:
+                # Population std, so a minibatch of one sample gives 0 rather than NaN.
+                advantages = (advantages - advantages.mean()) / (advantages.std(unbiased=False) + 1e-8)
+            entropy = categorical_entropy(logits)
+            policy_loss = clipped_policy_loss(new_log_probs, old_log_probs, advantages, clip_epsilon)
+            value_loss = clipped_value_loss(values, batch.old_values[indices], batch.returns[indices],
+                                            value_clip_epsilon)
+            loss = ppo_loss(policy_loss, value_loss, entropy, value_coefficient, entropy_coefficient)
+
+            optimizer.zero_grad()
+            loss.backward()
+            grad_norm = torch.nn.utils.clip_grad_norm_(parameters, max_grad_norm)
+            optimizer.step()
+
+            totals["policy_loss"] += float(policy_loss.detach())
+            totals["value_loss"] += float(value_loss.detach())
+            totals["entropy"] += float(entropy.detach().mean())
+            totals["grad_norm"] += float(grad_norm)
+            if target_kl is not None:
+                epoch_kl.append(float(approximate_kl(new_log_probs.detach(), old_log_probs)))
+            steps += 1
+        epochs_completed += 1
+        if target_kl is not None and sum(epoch_kl) / len(epoch_kl) > target_kl:
+            break
+
+    diagnostics = {key: value / steps for key, value in totals.items()}
+    # How far the whole update moved the policy from the one that collected the data: one pass, no gradient.
+    with torch.no_grad():
+        final_log_probs = action_log_probs(actor(batch.observations), batch.actions)
+        diagnostics["approx_kl"] = float(approximate_kl(final_log_probs, batch.old_log_probs))
+        diagnostics["active_clip_fraction"] = float(
+            active_clip_fraction(final_log_probs, batch.old_log_probs, batch.advantages, clip_epsilon))
+        diagnostics["ratio_outside_fraction"] = float(
+            ratio_outside_fraction(final_log_probs, batch.old_log_probs, clip_epsilon))
+    diagnostics["epochs_completed"] = float(epochs_completed)
+    diagnostics["minibatch_steps"] = float(steps)
+    return diagnostics
+
+
+def train_ppo(config: PPOConfig) -> dict[str, Any]:
+    """Train PPO on CartPole with this package's functions; see :func:`kata.ppo_frame.run_ppo` for the result.
+
+    ``config`` comes from :func:`profile_config` (``dataclasses.replace`` changes any field). The result has
+    ``final_evaluation_mean``, ``final_evaluation_std``, ``history`` (per update: ``update``,
+    ``environment_steps``, ``approx_kl``, ``active_clip_fraction``, ``ratio_outside_fraction``, ``entropy``, the
+    losses, ``explained_variance``, ``evaluation_mean`` where evaluated), ``wall_time`` and ``time_split``.
+    """
+    # Module-level names are looked up at call time, so a replaced function (a mistake from the catalogue, or a
+    # student's fix) is the one that trains.
+    return run_ppo(config, gae_masks=gae_masks, bootstrap_values=bootstrap_values, gae_advantages=gae_advantages,
+                   ppo_update=ppo_update)
