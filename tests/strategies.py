@@ -148,7 +148,30 @@ def categorical_pairs(draw, max_actions: int = 6) -> tuple[np.ndarray, np.ndarra
     return draw(float_arrays((actions,), -3.0, 3.0)), draw(float_arrays((actions,), -3.0, 3.0))
 
 # ---- 5. ppo_cartpole -------------------------------------------------------------------------------------------
-# (ppo_cartpole strategies)
+@st.composite
+def rollout_flags(draw, max_steps: int = 8, max_envs: int = 3) -> dict:
+    """``terminated`` and ``truncated`` flags of one rollout, ``[T]`` or time-major ``[T, N]``, every combination
+    (both True included: the pole falls on the time limit's last step)."""
+    steps = draw(st.integers(1, max_steps))
+    shape = (steps, draw(st.integers(1, max_envs))) if draw(st.booleans()) else (steps,)
+    return dict(terminated=draw(bool_arrays(shape)), truncated=draw(bool_arrays(shape)))
+
+
+@st.composite
+def bootstrap_cases(draw, max_steps: int = 8, max_envs: int = 3) -> dict:
+    """Keyword arguments for bootstrap_values: values and final values in [-100, 100] of the flags' shape,
+    last values of the shape without its time axis."""
+    flags = draw(rollout_flags(max_steps, max_envs))
+    shape = flags["terminated"].shape
+    return dict(values=draw(float_arrays(shape)), final_values=draw(float_arrays(shape)),
+                last_values=draw(float_arrays(shape[1:])), **flags)
+
+
+minibatch_layouts = st.tuples(st.integers(1, 70), st.integers(1, 80), st.integers(0, 2**31 - 1))  # batch, mb, seed
+
+cartpole_states = hnp.arrays(  # inside the termination bounds, velocities as large as a falling pole reaches
+    np.float64, 4, elements=floats(-1.0, 1.0)
+).map(lambda u: u * np.array([2.3, 3.0, 0.2, 3.0]))
 
 # ---- 6. response_masks -----------------------------------------------------------------------------------------
 # Token ids 0..7: small, so that EOS and PAD ids turn up inside prompts and junk tails. The structure of a batch
