@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import signal
 import threading
+import time
 from collections.abc import Generator, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -164,6 +165,8 @@ class Recorder:
             raise TestTimeout(f"timed out: the test ran longer than {seconds:g} s (kata grade --timeout)")
 
         previous = signal.signal(signal.SIGALRM, expire)
+        outer_delay, outer_interval = signal.getitimer(signal.ITIMER_REAL)  # pytest-timeout's, if it set one
+        started = time.monotonic()
         # Re-armed every second after the first expiry: code that swallows one exception gets another.
         signal.setitimer(signal.ITIMER_REAL, seconds, 1.0)
         try:
@@ -171,6 +174,9 @@ class Recorder:
         finally:
             signal.setitimer(signal.ITIMER_REAL, 0)
             signal.signal(signal.SIGALRM, previous)
+            if outer_delay > 0:
+                left = max(outer_delay - (time.monotonic() - started), 1e-3)
+                signal.setitimer(signal.ITIMER_REAL, left, outer_interval)
 
     def pytest_runtest_logstart(self, nodeid: str) -> None:
         self.current = nodeid

@@ -276,7 +276,7 @@ def concept_state(
     module = exercises_dir / f"{concept.name}.py"
     source = analyse_source(module, reference_dir / f"{concept.name}.py" if reference_dir else None)
     if not source.exists:
-        return ConceptState(concept, f"missing: {module} does not exist", done=False)
+        return ConceptState(concept, f"missing ({module.parent.name}/{module.name} does not exist)", done=False)
     if source.syntax_error:
         return ConceptState(concept, f"syntax error ({source.syntax_error})", done=False)
     if source.not_started:

@@ -1,0 +1,367 @@
+"""The grader: points and statuses per concept, the reports, and robustness against broken submissions.
+
+Two kinds of test. Most run in this process on made-up results (points, statuses, report shapes). The grading runs
+use a miniature repository built in a temporary folder: this repository's conftest.py, three small pure-Python
+test modules (reinforce, baselines, gae) and pure-Python submissions, so a whole pytest subprocess starts in about
+a second without torch; the broken modules of ``tests/fixtures/submissions/`` are laid over them. One slow test
+grades copies of solutions/ and exercises/ with the real tests, through the ``kata`` command.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from kata import grade
+from kata.manifest import concept
+
+pytestmark = pytest.mark.frame
+
+ROOT = Path(grade.REPOSITORY_ROOT)
+FIXTURES = ROOT / "tests" / "fixtures" / "submissions"
+MINI_CONCEPTS = [concept("reinforce"), concept("baselines"), concept("gae")]
+MINI_MAX = sum(c.points for c in MINI_CONCEPTS)
+
+# ---- the miniature repository ------------------------------------------------------------------------------------
+
+MINI_TESTS = {
+    "test_reinforce.py": """
+        import pytest
+
+        pytestmark = pytest.mark.reinforce
+
+
+        def test_reward_to_go_restarts_after_an_episode_end(impl):
+            assert impl.discounted_reward_to_go([1.0, 1.0, 1.0], [False, True, True], 0.5) == [1.5, 1.0, 1.0]
+
+
+        def test_loss(impl):
+            assert impl.reinforce_surrogate_loss([1.0, 3.0], [2.0, 0.0]) == -1.0
+        """,
+    "test_baselines.py": """
+        import pytest
+        from hypothesis import given, strategies as st
+
+        pytestmark = pytest.mark.baselines
+
+
+        @pytest.mark.parametrize("rewards, expected", [([[1.0, 2.0, 6.0]], [[-3.0, -1.5, 4.5]]),
+                                                       ([[0.0, 2.0]], [[-2.0, 2.0]])])
+        def test_rloo(impl, rewards, expected):
+            assert impl.rloo_advantages(rewards) == expected, "RLOO leaves the sample out of its own baseline"
+
+
+        @given(st.integers(-10, 10))
+        def test_rloo_of_a_pair(impl, r):  # a Hypothesis test: the per-test deadline must beat its retries
+            assert impl.rloo_advantages([[float(r), 0.0]]) == [[float(r), -float(r)]]
+
+
+        def test_group_mean(impl):
+            assert impl.group_mean_advantages([[1.0, 2.0, 6.0]]) == [[-2.0, -1.0, 3.0]]
+        """,
+    "test_gae.py": """
+        import pytest
+
+        pytestmark = pytest.mark.gae
+
+
+        def test_example(impl):
+            got = impl.gae_advantages([1.0, 100.0], [2.0, 0.0], [10.0, 0.0], [False, True], [True, True], 0.5, 1.0)
+            assert got == [4.0, 100.0]
+
+
+        def test_lambda_zero_is_the_td_residual(impl):
+            got = impl.gae_advantages([1.0, 1.0], [0.0, 0.0], [2.0, 2.0], [False, False], [False, True], 0.5, 0.0)
+            assert got == [2.0, 2.0]
+        """,
+}
+
+MINI_SOLUTIONS = {
+    "reinforce.py": """
+        def reinforce_surrogate_loss(log_probs, advantages):
+            return -sum(lp * a for lp, a in zip(log_probs, advantages)) / len(log_probs)
+
+
+        def discounted_reward_to_go(rewards, episode_ends, gamma):
+            out, running = [], 0.0
+            for reward, end in zip(reversed(rewards), reversed(episode_ends)):
+                running = reward + (0.0 if end else gamma * running)
+                out.append(running)
+            return out[::-1]
+        """,
+    "baselines.py": """
+        def group_mean_advantages(rewards):
+            return [[r - sum(row) / len(row) for r in row] for row in rewards]
+
+
+        def rloo_advantages(rewards):
+            return [[r - (sum(row) - r) / (len(row) - 1) for r in row] for row in rewards]
+        """,
+    "gae.py": """
+        def gae_advantages(rewards, values, next_values, terminated, trace_cuts, gamma, gae_lambda):
+            out, running = [], 0.0
+            for t in reversed(range(len(rewards))):
+                delta = rewards[t] + (0.0 if terminated[t] else gamma * next_values[t]) - values[t]
+                running = delta + (0.0 if trace_cuts[t] else gamma * gae_lambda * running)
+                out.append(running)
+            return out[::-1]
+        """,
+}
+
+MINI_STUBS = {
+    "reinforce.py": """
+        from kata.stub import not_implemented
+
+
+        def reinforce_surrogate_loss(log_probs, advantages):
+            raise not_implemented("reinforce_surrogate_loss")
+
+
+        def discounted_reward_to_go(rewards, episode_ends, gamma):
+            raise not_implemented("discounted_reward_to_go")
+        """,
+    "baselines.py": """
+        from kata.stub import not_implemented
+
+
+        def group_mean_advantages(rewards):
+            raise not_implemented("group_mean_advantages")
+
+
+        def rloo_advantages(rewards):
+            raise not_implemented("rloo_advantages")
+        """,
+    "gae.py": """
+        from kata.stub import not_implemented
+
+
+        def gae_advantages(rewards, values, next_values, terminated, trace_cuts, gamma, gae_lambda):
+            raise not_implemented("gae_advantages")
+        """,
+}
+
+# rloo_advantages is the same-group mean: it fails the three RLOO tests and passes the group-mean one.
+HALF_RIGHT_BASELINES = """
+    def group_mean_advantages(rewards):
+        return [[r - sum(row) / len(row) for r in row] for row in rewards]
+
+
+    rloo_advantages = group_mean_advantages
+    """
+
+
+def write_modules(folder: Path, modules: dict[str, str]) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    for name, text in modules.items():
+        (folder / name).write_text(textwrap.dedent(text).lstrip())
+    return folder
+
+
+def mini_repository(root: Path) -> Path:
+    """This repository's conftest.py, an ini file that makes the folder pytest's rootdir, and the mini tests."""
+    root.mkdir(parents=True)
+    shutil.copy(ROOT / "conftest.py", root / "conftest.py")
+    (root / "pytest.ini").write_text("[pytest]\ntestpaths = tests\n")
+    write_modules(root / "tests", MINI_TESTS)
+    return root
+
+
+def submission(root: Path, name: str, base: dict[str, str], overlay: str | None = None) -> str:
+    """A submission folder: ``base`` modules, with the broken modules of fixtures/submissions/<overlay> over them."""
+    folder = write_modules(root / name, base)
+    if overlay is not None:
+        for module in (FIXTURES / overlay).glob("*.py"):
+            shutil.copy(module, folder / module.name)
+    return str(folder)
+
+
+# ---- points and statuses -----------------------------------------------------------------------------------------
+
+
+def summary(**counts):
+    base = dict(collected=0, passed=0, failed=0, skipped=0, timeout=0, import_error=0, not_implemented=0,
+                message="", kind="")
+    base.update(counts)
+    return base
+
+
+@pytest.mark.parametrize(
+    "counts, points, status",
+    [
+        (dict(collected=4, passed=4), 10.0, "passed"),
+        (dict(collected=4, passed=3, failed=1, message="AssertionError: x"), 7.5, "failed"),
+        (dict(collected=4, passed=0, failed=4, not_implemented=4), 0.0, "failed"),
+        (dict(collected=4, passed=2, failed=2, timeout=1), 0.0, "timeout"),
+        (dict(collected=4, passed=0, failed=4, import_error=4), 0.0, "error"),
+        (dict(collected=0), 0.0, "error"),
+        (dict(collected=2, skipped=2), 0.0, "error"),
+    ],
+)
+def test_points_are_partial_credit_and_zero_for_error_and_timeout(counts, points, status):
+    result = grade.concept_result(concept("baselines"), summary(**counts))
+    assert result.max_points == 10.0
+    assert result.points == pytest.approx(points), "points are max_points * passed / (passed + failed)"
+    assert result.status == status
+
+
+def test_a_concept_without_a_summary_is_an_error():
+    result = grade.concept_result(concept("gae"), None)
+    assert (result.status, result.points, result.max_points) == ("error", 0.0, 15.0)
+    assert "tests/test_gae.py" in result.message
+
+
+def made_up_results() -> list[grade.SubmissionResult]:
+    good = grade.SubmissionResult("subs/alice", {
+        "reinforce": grade.ConceptResult(10.0, 10.0, 11, 0, "passed", ""),
+        "gae": grade.ConceptResult(7.5, 15.0, 6, 6, "failed", "AssertionError: the recursion | leaks"),
+    })
+    bad = grade.SubmissionResult("subs/bob", {
+        "reinforce": grade.ConceptResult(0.0, 10.0, 0, 0, "timeout", "timed out"),
+        "gae": grade.ConceptResult(0.0, 15.0, 0, 11, "error", "gae.py could not be imported"),
+    })
+    return [good, bad]
+
+
+def test_json_report_has_exactly_the_documented_shape():
+    data = json.loads(json.dumps(grade.to_json(made_up_results())))
+    assert list(data) == ["submissions"]
+    first = data["submissions"][0]
+    assert set(first) == {"submission", "total", "max_total", "concepts"}
+    assert (first["submission"], first["total"], first["max_total"]) == ("subs/alice", 17.5, 25.0)
+    for result in first["concepts"].values():
+        assert set(result) == {"points", "max_points", "passed", "failed", "status", "message"}
+        assert isinstance(result["points"], float) and isinstance(result["passed"], int)
+    assert {r["status"] for s in data["submissions"] for r in s["concepts"].values()} <= set(grade.STATUSES)
+
+
+def test_csv_has_one_row_per_submission_and_a_column_per_concept():
+    rows = list(csv.reader(io.StringIO(grade.to_csv(made_up_results(), [concept("reinforce"), concept("gae")]))))
+    assert rows[0] == ["submission", "reinforce", "gae", "total", "max_total"]
+    assert rows[1] == ["subs/alice", "10", "7.5", "17.5", "25"]
+    assert rows[2] == ["subs/bob", "0", "0", "0", "25"]
+
+
+def test_gradescope_results_have_a_test_per_concept_and_the_score():
+    data = grade.to_gradescope(made_up_results()[0], [concept("reinforce"), concept("gae")])
+    assert data["score"] == 17.5
+    assert [(t["score"], t["max_score"]) for t in data["tests"]] == [(10.0, 10.0), (7.5, 15.0)]
+    assert all(t["name"] and t["output"] for t in data["tests"])
+    assert "the recursion | leaks" in data["tests"][1]["output"], "the first failure is shown to the student"
+
+
+def test_markdown_table_and_problems():
+    text = grade.markdown(made_up_results(), [concept("reinforce"), concept("gae")])
+    lines = text.splitlines()
+    assert lines[0] == "| submission | reinforce | gae | total |"
+    assert lines[2] == "| subs/alice | 10/10 | 7.5/15 failed | 17.5/25 |"
+    assert "- gae (failed, 6 of 12 passed): AssertionError: the recursion \\| leaks" in lines
+    assert "- reinforce (timeout, no test ran): timed out" in lines
+
+
+def test_reports_are_written_where_asked(tmp_path):
+    paths = dict(json_path=tmp_path / "r.json", csv_path=tmp_path / "out" / "r.csv",
+                 gradescope_path=tmp_path / "results.json")
+    written = grade.write_reports(made_up_results(), concepts=[concept("reinforce"), concept("gae")],
+                                  **{k: str(v) for k, v in paths.items()})
+    assert sorted(written) == sorted(paths.values())
+    assert json.loads(paths["gradescope_path"].read_text())["score"] == 17.5
+
+
+def test_a_folder_that_is_not_a_submission_is_an_error_for_every_concept(tmp_path):
+    (tmp_path / "empty").mkdir()
+    grader = grade.Grader(concepts=MINI_CONCEPTS)
+    for path in (tmp_path / "missing", tmp_path / "empty"):
+        result = grader.grade(path)
+        assert [r.status for r in result.concepts.values()] == ["error"] * 3
+        assert result.total == 0 and result.max_total == MINI_MAX
+
+
+# ---- grading runs on the miniature repository --------------------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_a_batch_of_broken_submissions_is_graded_concept_by_concept(tmp_path):
+    repository = mini_repository(tmp_path / "repository")
+    subs = tmp_path / "submissions"
+    submissions = [
+        submission(subs, "perfect", MINI_SOLUTIONS),
+        submission(subs, "stubs", MINI_STUBS),
+        submission(subs, "hanging", MINI_SOLUTIONS, "hanging"),
+        submission(subs, "crashing", MINI_SOLUTIONS, "crashing"),
+        submission(subs, "syntax_error", MINI_SOLUTIONS, "syntax_error"),
+        submission(subs, "import_error", MINI_SOLUTIONS, "import_error"),
+        submission(subs, "half_right", {**MINI_SOLUTIONS, "baselines.py": HALF_RIGHT_BASELINES}),
+        str(subs / "not_there"),
+    ]
+    grader = grade.Grader(concepts=MINI_CONCEPTS, timeout=1.0, watchdog=60.0, repository=repository)
+    results = {Path(r.submission).name: r for r in grade.grade_all(submissions, grader, jobs=2)}
+    statuses = {name: {c: r.status for c, r in result.concepts.items()} for name, result in results.items()}
+
+    assert [Path(s).name for s in submissions] == list(results), "results come back in the submissions' order"
+    assert statuses["perfect"] == dict(reinforce="passed", baselines="passed", gae="passed")
+    assert results["perfect"].total == MINI_MAX
+    assert results["perfect"].concepts["baselines"].passed == 4, "every collected test of a concept counts"
+    assert statuses["stubs"] == dict(reinforce="failed", baselines="failed", gae="failed")
+    assert results["stubs"].total == 0
+    assert results["stubs"].concepts["gae"].message.startswith("not implemented yet: gae_advantages")
+    assert statuses["hanging"] == dict(reinforce="passed", baselines="timeout", gae="passed"), (
+        "a hanging concept times out (even under Hypothesis) and the others are still graded")
+    assert "timed out" in results["hanging"].concepts["baselines"].message
+    assert statuses["crashing"] == dict(reinforce="passed", baselines="error", gae="passed"), (
+        "a module that kills the test process is an error for its concept; the others are graded again")
+    assert "exit code 3" in results["crashing"].concepts["baselines"].message
+    assert statuses["syntax_error"] == dict(reinforce="passed", baselines="passed", gae="error")
+    assert "could not be imported (SyntaxError" in results["syntax_error"].concepts["gae"].message
+    assert statuses["import_error"] == dict(reinforce="error", baselines="passed", gae="passed")
+    assert "ModuleNotFoundError" in results["import_error"].concepts["reinforce"].message
+    half = results["half_right"].concepts["baselines"]
+    assert (half.passed, half.failed, half.points, half.status) == (1, 3, 2.5, "failed"), "partial credit"
+    assert "RLOO leaves the sample out" in half.message, "the first failure's own message is reported"
+    assert statuses["not_there"] == dict(reinforce="error", baselines="error", gae="error")
+    for name in ("perfect", "hanging", "syntax_error"):
+        assert not list(Path(subs, name).rglob("__pycache__")), "grading leaves a submission's folder as it was"
+
+
+@pytest.mark.slow
+def test_a_hang_no_signal_reaches_is_killed_by_the_watchdog_and_the_rest_graded_again(tmp_path):
+    repository = mini_repository(tmp_path / "repository")
+    folder = submission(tmp_path, "unkillable", MINI_SOLUTIONS, "unkillable")
+    grader = grade.Grader(concepts=MINI_CONCEPTS, timeout=1.0, watchdog=10.0, repository=repository)
+    result = grader.grade(folder)
+    assert {c: r.status for c, r in result.concepts.items()} == dict(
+        reinforce="passed", baselines="timeout", gae="passed")
+    assert "killed after 10 s" in result.concepts["baselines"].message
+    assert result.total == MINI_MAX - concept("baselines").points
+
+
+# ---- the kata command on the real tests --------------------------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_kata_grade_on_copies_of_the_reference_and_the_stubs(tmp_path):
+    subs = tmp_path / "submissions"
+    shutil.copytree(ROOT / "solutions", subs / "reference", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(ROOT / "exercises", subs / "untouched", ignore=shutil.ignore_patterns("__pycache__"))
+    report = tmp_path / "report.json"
+    completed = subprocess.run(
+        [sys.executable, "-m", "kata", "grade", str(subs / "reference"), str(subs / "untouched"),
+         "--concepts", "baselines", "--no-slow", "--json", str(report), "--csv", str(tmp_path / "r.csv")],
+        cwd=tmp_path, capture_output=True, text=True, timeout=600,
+    )
+    assert completed.returncode == 0, completed.stderr
+    data = json.loads(report.read_text())["submissions"]
+    reference, untouched = (entry["concepts"]["baselines"] for entry in data)
+    assert (reference["status"], reference["points"], reference["failed"]) == ("passed", 10.0, 0)
+    assert reference["passed"] > 5
+    assert (untouched["status"], untouched["points"], untouched["passed"]) == ("failed", 0.0, 0)
+    assert untouched["failed"] == reference["passed"], "the same tests ran on both"
+    assert untouched["message"].startswith("not implemented yet:")
+    assert "| submission | baselines | total |" in completed.stdout
