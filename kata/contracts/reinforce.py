@@ -51,8 +51,12 @@ def entropy_inputs(logits: ArrayLike) -> torch.Tensor:
     if len(shape) < 1 or shape[-1] < 1:
         raise ValueError(f"logits must have a last axis of K >= 1 actions; got shape {shape}")
     plain = logits_t.detach()
-    if torch.isnan(plain).any() or (plain == float("inf")).any():
-        raise ValueError("logits must not hold NaN or +inf (use -inf, or a large negative number, to mask an action)")
-    if plain.numel() and not torch.isfinite(plain).any(dim=-1).all():
-        raise ValueError("logits must have at least one finite logit per distribution; got a row of -inf only")
+    # One reduction on the common path (every logit finite): the training loops call this every minibatch.
+    if not bool(torch.isfinite(plain).all()):
+        if torch.isnan(plain).any() or (plain == float("inf")).any():
+            raise ValueError(
+                "logits must not hold NaN or +inf (use -inf, or a large negative number, to mask an action)"
+            )
+        if not torch.isfinite(plain).any(dim=-1).all():
+            raise ValueError("logits must have at least one finite logit per distribution; got a row of -inf only")
     return logits_t
