@@ -131,7 +131,7 @@ def sequence_policy_loss(
 
 def rloo_iteration(
     model: torch.nn.Module,
-    optimizer: torch.optim.Optimizer,
+    optimizer: Any,
     input_ids: ArrayLike,
     prompt_lengths: ArrayLike,
     rewards: ArrayLike,
@@ -147,7 +147,7 @@ def rloo_iteration(
 
     Args:
         model: the policy that sampled ``input_ids`` (``model(ids) -> logits [B, T, V]``).
-        optimizer: an optimizer over ``model``'s parameters.
+        optimizer: an optimizer over ``model``'s parameters (``zero_grad()`` and ``step()``, e.g. torch.optim.Adam).
         input_ids: integer ``[B, T]``, prompt-major groups of ``group_size`` rows.
         prompt_lengths: integer ``[B]``.
         rewards: floating ``[B]``, the verifier's rewards.

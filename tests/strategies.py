@@ -259,4 +259,53 @@ def token_objective_batches(
     )
 
 # ---- 8. rloo_loop ----------------------------------------------------------------------------------------------
-# (rloo_loop strategies)
+
+@st.composite
+def sequence_batches(draw, max_rows: int = 5, max_prompt_length: int = 3, max_response_length: int = 5) -> dict:
+    """Rows ``[BOS, prompt symbols | answer symbols, EOS?, PAD...]`` of the sequence task's vocabulary.
+
+    Returns ``input_ids`` (int64 ``[B, T]``), ``prompt_lengths`` (int64 ``[B]``) and ``response_lengths`` (int64
+    ``[B]``: response tokens, EOS included, so the response's label columns are ``P - 1 .. P - 2 + n``). Every row
+    has at least one response token; some end with EOS, some are cut without one; padding lengths differ.
+    """
+    from kata.sequence_task import ANSWER_TOKEN_IDS, BOS_ID, EOS_ID, PAD_ID, PROMPT_TOKEN_IDS
+
+    rows = draw(st.integers(1, max_rows))
+    prompts, responses = [], []
+    for _ in range(rows):
+        prompt_length = draw(st.integers(1, max_prompt_length))
+        prompts.append([BOS_ID] + draw(st.lists(st.sampled_from(PROMPT_TOKEN_IDS), min_size=prompt_length - 1,
+                                                max_size=prompt_length - 1)))
+        symbols = draw(st.lists(st.sampled_from(ANSWER_TOKEN_IDS), min_size=0, max_size=max_response_length - 1))
+        ended = draw(st.booleans()) or not symbols
+        responses.append(symbols + ([EOS_ID] if ended else []))
+    width = max(len(p) + len(r) for p, r in zip(prompts, responses)) + draw(st.integers(0, 2))
+    input_ids = np.full((rows, width), PAD_ID, dtype=np.int64)
+    for i, (prompt, response) in enumerate(zip(prompts, responses)):
+        input_ids[i, : len(prompt) + len(response)] = prompt + response
+    return dict(
+        input_ids=input_ids,
+        prompt_lengths=np.array([len(p) for p in prompts], dtype=np.int64),
+        response_lengths=np.array([len(r) for r in responses], dtype=np.int64),
+    )
+
+
+@st.composite
+def prompt_major_rewards(draw, max_prompts: int = 4, max_group_size: int = 6, verifier_values: bool | None = None):
+    """``(rewards [prompts * G], G)``: prompt-major groups, verifier-like values (k/3) or bounded floats."""
+    prompts = draw(st.integers(1, max_prompts))
+    group_size = draw(st.integers(2, max_group_size))
+    discrete = draw(st.booleans()) if verifier_values is None else verifier_values
+    elements = st.sampled_from([0.0, 1 / 3, 2 / 3, 1.0]) if discrete else floats(-10.0, 10.0)
+    return draw(hnp.arrays(np.float64, (prompts * group_size,), elements=elements)), group_size
+
+
+sampling_cases = st.fixed_dictionaries(
+    dict(
+        seed=st.integers(0, 2**16),
+        rows=st.integers(1, 8),
+        prompt_length=st.integers(1, 3),
+        max_new_tokens=st.integers(1, 6),
+        eos_bias=floats(-2.0, 3.0),
+    )
+)

@@ -122,8 +122,10 @@ def check_iteration_arguments(
     """The arguments of ``rloo_iteration`` that no concept function checks for it."""
     if not callable(model):
         raise ValueError(f"model must be callable (input_ids -> logits); got {type(model).__name__}")
-    if not isinstance(optimizer, torch.optim.Optimizer):
-        raise ValueError(f"optimizer must be a torch.optim.Optimizer; got {type(optimizer).__name__}")
+    if not (callable(getattr(optimizer, "zero_grad", None)) and callable(getattr(optimizer, "step", None))):
+        raise ValueError(
+            f"optimizer must have zero_grad() and step(), like a torch.optim.Optimizer; got {type(optimizer).__name__}"
+        )
     ids = _token_ids(input_ids, "input_ids")
     check_ndim("input_ids", ids, (2,))
     lengths = _token_ids(prompt_lengths, "prompt_lengths")

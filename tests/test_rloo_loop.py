@@ -1,0 +1,574 @@
+"""Concept 8 — the RLOO loop (GUIDE.md §8): sampling with EOS and padding, grouped RLOO advantages, the masked token
+loss, one PPO iteration, and the whole loop.
+
+Every expected value is computed here from first principles: the response columns from the rows' known lengths,
+log-probabilities with log_softmax and gather, the clipped surrogate by its formula. The fake policies are causal
+tables (the next token's logits depend on the position and the last token only) so the sampler's distribution is
+known exactly.
+"""
+
+from __future__ import annotations
+
+import copy
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import given
+from hypothesis import strategies as st
+
+from kata.sequence_task import (
+    BOS_ID,
+    EOS_ID,
+    GENERABLE_TOKEN_IDS,
+    NEVER_LOGIT,
+    PAD_ID,
+    PROMPT_TOKEN_IDS,
+    VOCAB_SIZE,
+    SequencePolicy,
+    make_policy,
+    sequence_rewards,
+)
+from tests.strategies import prompt_major_rewards, sampling_cases, sequence_batches
+
+pytestmark = pytest.mark.rloo_loop
+
+
+@pytest.fixture(autouse=True, scope="module")
+def one_torch_thread():
+    """Tiny tensors: on a shared 2-core machine a second intra-op thread only adds waiting."""
+    previous = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(previous)
+
+
+# ---- helpers ---------------------------------------------------------------------------------------------------
+
+
+class TablePolicy(torch.nn.Module):
+    """A causal fake policy: logits for the token after position t are ``table[t, token at t]``.
+
+    Like the task's policy it never proposes PAD, BOS or a prompt symbol. ``eos_bias`` makes EOS likelier.
+    """
+
+    def __init__(self, seed: int, eos_bias: float = 0.0, width: int = 16) -> None:
+        super().__init__()
+        generator = torch.Generator().manual_seed(seed)
+        table = torch.randn(width, VOCAB_SIZE, VOCAB_SIZE, generator=generator, dtype=torch.float64)
+        table[..., EOS_ID] += eos_bias
+        never = [t for t in range(VOCAB_SIZE) if t not in GENERABLE_TOKEN_IDS]
+        table[..., never] = NEVER_LOGIT
+        self.table = table
+
+    def forward(self, input_ids: torch.Tensor) -> torch.Tensor:
+        positions = torch.arange(input_ids.shape[1])
+        return self.table[positions[None, :], input_ids]
+
+    def next_probabilities(self, position: int, token: int) -> np.ndarray:
+        return torch.softmax(self.table[position, token], dim=-1).numpy()
+
+
+def random_prompts(seed: int, rows: int, prompt_length: int) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    symbols = rng.choice(PROMPT_TOKEN_IDS, size=(rows, prompt_length - 1))
+    return np.concatenate([np.full((rows, 1), BOS_ID), symbols], axis=1).astype(np.int64)
+
+
+def expected_mask(batch: dict) -> np.ndarray:
+    """Label columns of the response, EOS included: ``P - 1 .. P - 2 + n`` in each row."""
+    rows, width = batch["input_ids"].shape
+    mask = np.zeros((rows, width - 1))
+    for i, (p, n) in enumerate(zip(batch["prompt_lengths"], batch["response_lengths"])):
+        mask[i, p - 1 : p - 1 + n] = 1.0
+    return mask
+
+
+def label_log_probs(logits: torch.Tensor, input_ids: torch.Tensor) -> torch.Tensor:
+    return torch.log_softmax(logits[:, :-1], dim=-1).gather(-1, input_ids[:, 1:, None]).squeeze(-1)
+
+
+def leave_one_out(rewards: np.ndarray, group_size: int) -> np.ndarray:
+    groups = rewards.reshape(-1, group_size)
+    expected = np.empty_like(groups)
+    for g in range(groups.shape[0]):
+        for i in range(group_size):
+            others = np.delete(groups[g], i)
+            expected[g, i] = groups[g, i] - others.mean()
+    return expected.reshape(-1)
+
+
+class PlainSGD:
+    """``p -= lr * grad``: an optimizer whose every step the tests can redo by hand."""
+
+    def __init__(self, parameters, lr: float) -> None:
+        self.parameters = list(parameters)
+        self.lr = lr
+
+    def zero_grad(self) -> None:
+        for parameter in self.parameters:
+            parameter.grad = None
+
+    def step(self) -> None:
+        with torch.no_grad():
+            for parameter in self.parameters:
+                if parameter.grad is not None:
+                    parameter -= self.lr * parameter.grad
+
+
+# ---- sampling ----------------------------------------------------------------------------------------------------
+
+
+@given(case=sampling_cases)
+def test_sampling_stops_at_eos_and_pads_after_it(impl, case):
+    model = TablePolicy(case["seed"], eos_bias=case["eos_bias"])
+    prompts = random_prompts(case["seed"], case["rows"], case["prompt_length"])
+    original = prompts.copy()
+    rows = impl.sample_responses(
+        model, prompts, case["max_new_tokens"], generator=torch.Generator().manual_seed(case["seed"])
+    )
+    assert isinstance(rows, np.ndarray), "NumPy prompts in must give NumPy rows out"
+    np.testing.assert_array_equal(prompts, original, err_msg="the prompts were changed in place")
+    assert rows.shape == (case["rows"], case["prompt_length"] + case["max_new_tokens"]), (
+        "rows must be [B, P + max_new_tokens]: every row is padded to the same length"
+    )
+    np.testing.assert_array_equal(rows[:, : case["prompt_length"]], prompts, err_msg="the prompt must be kept")
+    for row in rows[:, case["prompt_length"]:]:
+        is_eos = np.flatnonzero(row == EOS_ID)
+        if is_eos.size:
+            after = row[is_eos[0] + 1 :]
+            assert np.all(after == PAD_ID), (
+                f"tokens after EOS: {row.tolist()}: once a row has sampled EOS, every later position is PAD, "
+                "whatever the model would sample there"
+            )
+            before = row[: is_eos[0]]
+        else:
+            before = row
+        assert np.all(before != PAD_ID), (
+            f"PAD inside a response {row.tolist()}: padding only ever comes after EOS"
+        )
+
+
+def test_sampling_draws_each_token_from_the_models_next_token_distribution(impl):
+    model = TablePolicy(seed=7, eos_bias=-1.0)
+    count = 4000
+    prompts = np.tile(np.array([[BOS_ID, PROMPT_TOKEN_IDS[1]]]), (count, 1))
+    rows = impl.sample_responses(model, prompts, 2, generator=torch.Generator().manual_seed(11))
+
+    def check(tokens, probabilities, what):
+        frequencies = np.bincount(tokens, minlength=VOCAB_SIZE) / len(tokens)
+        # Five standard errors of a frequency, sqrt(p(1-p)/n), plus one count.
+        tolerance = 5 * np.sqrt(probabilities * (1 - probabilities) / len(tokens)) + 1 / len(tokens)
+        assert np.all(np.abs(frequencies - probabilities) <= tolerance), (
+            f"{what}: sampled frequencies {np.round(frequencies, 3)} differ from softmax(model(ids)[:, -1]) = "
+            f"{np.round(probabilities, 3)}: sample from the LAST position's logits, through softmax"
+        )
+
+    check(rows[:, 2], model.next_probabilities(1, PROMPT_TOKEN_IDS[1]), "first response token")
+    first = int(np.bincount(rows[:, 2][rows[:, 2] != EOS_ID]).argmax())
+    follows = rows[rows[:, 2] == first, 3]
+    check(follows, model.next_probabilities(2, first), "second token given the first")
+
+
+@given(seed=st.integers(0, 2**16), max_new_tokens=st.integers(1, 6))
+def test_greedy_decoding_takes_the_most_probable_token_and_stops_at_eos(impl, seed, max_new_tokens):
+    model = TablePolicy(seed, eos_bias=1.0)
+    prompts = random_prompts(seed, 4, 2)
+    rows = impl.sample_responses(model, torch.as_tensor(prompts), max_new_tokens, deterministic=True)
+    assert isinstance(rows, torch.Tensor), "a tensor in must give a tensor out"
+    for prompt, row in zip(prompts, rows.numpy()):
+        expected = list(prompt)
+        while len(expected) < len(prompt) + max_new_tokens:
+            if EOS_ID in expected[len(prompt):]:
+                expected.append(PAD_ID)
+            else:
+                expected.append(int(model.table[len(expected) - 1, expected[-1]].argmax()))
+        assert row.tolist() == expected, (
+            f"greedy decoding gave {row.tolist()}, expected {expected}: deterministic=True takes the argmax of "
+            "the last position's logits, stops at EOS and pads"
+        )
+
+
+def test_sampling_is_reproducible_with_a_seeded_generator(impl):
+    model = TablePolicy(seed=3)
+    prompts = random_prompts(3, 16, 2)
+    first = impl.sample_responses(model, prompts, 4, generator=torch.Generator().manual_seed(5))
+    second = impl.sample_responses(model, prompts, 4, generator=torch.Generator().manual_seed(5))
+    np.testing.assert_array_equal(first, second, err_msg="every draw must come from the given generator")
+    torch.manual_seed(0)
+    third = impl.sample_responses(model, prompts, 4, generator=torch.Generator().manual_seed(5))
+    np.testing.assert_array_equal(first, third, err_msg="the global RNG must not matter when a generator is given")
+
+
+def test_sampling_rejects_bad_input(impl):
+    model = TablePolicy(seed=0)
+    impl.sample_responses(model, random_prompts(0, 2, 2), 3)  # valid input works first
+    with pytest.raises(ValueError, match="prompt_ids"):
+        impl.sample_responses(model, np.array([BOS_ID, PROMPT_TOKEN_IDS[0]]), 3)
+    with pytest.raises(ValueError, match="prompt_ids"):
+        impl.sample_responses(model, np.array([[1.0, 3.0]]), 3)
+    with pytest.raises(ValueError, match="max_new_tokens"):
+        impl.sample_responses(model, random_prompts(0, 2, 2), 0)
+    with pytest.raises(ValueError, match="model"):
+        impl.sample_responses("model", random_prompts(0, 2, 2), 3)
+
+
+# ---- grouped RLOO advantages -------------------------------------------------------------------------------------
+
+
+@given(case=prompt_major_rewards())
+def test_rloo_advantages_sum_to_zero_within_every_prompt_group(impl, case):
+    rewards, group_size = case
+    advantages = impl.group_rloo_advantages(rewards, group_size)
+    assert isinstance(advantages, np.ndarray) and advantages.dtype == np.float64, (
+        "float64 NumPy rewards in must give float64 NumPy advantages out"
+    )
+    assert advantages.shape == rewards.shape
+    sums = advantages.reshape(-1, group_size).sum(axis=1)
+    np.testing.assert_allclose(
+        sums, 0.0, atol=1e-12 * (1 + np.abs(rewards).max()),
+        err_msg="the advantages of each prompt's group (consecutive rows k*G .. (k+1)*G - 1) must sum to zero: "
+        "groups must be formed within a prompt, never across prompts",
+    )
+
+
+@given(case=prompt_major_rewards())
+def test_each_rows_baseline_is_the_mean_of_the_other_rows_of_its_prompt(impl, case):
+    rewards, group_size = case
+    np.testing.assert_allclose(
+        impl.group_rloo_advantages(rewards, group_size), leave_one_out(rewards, group_size),
+        rtol=1e-10, atol=1e-10,
+        err_msg="A_i = r_i - mean of the OTHER G - 1 rewards of its prompt: the sample must not be in its own "
+        "baseline, and groups are consecutive rows",
+    )
+
+
+@given(case=prompt_major_rewards(max_prompts=4), shift=st.floats(-5.0, 5.0))
+def test_one_prompts_rewards_never_change_another_prompts_advantages(impl, case, shift):
+    rewards, group_size = case
+    changed = rewards.copy()
+    changed[:group_size] += shift + np.arange(group_size)
+    before = impl.group_rloo_advantages(rewards, group_size)[group_size:]
+    after = impl.group_rloo_advantages(changed, group_size)[group_size:]
+    np.testing.assert_allclose(after, before, rtol=1e-10, atol=1e-10,
+                               err_msg="changing prompt 0's rewards changed another prompt's advantages: "
+                               "groups mix prompts")
+
+
+def test_grouped_advantages_keep_the_array_kind_and_reject_bad_input(impl):
+    rewards = np.array([0.0, 1.0, 1.0, 1.0, 0.0, 0.0])
+    np.testing.assert_allclose(impl.group_rloo_advantages(rewards, 3), [-1.0, 0.5, 0.5, 1.0, -0.5, -0.5])
+    tensor = impl.group_rloo_advantages(torch.tensor(rewards), 3)
+    assert isinstance(tensor, torch.Tensor), "a tensor in must give a tensor out"
+    with pytest.raises(ValueError, match="group_size"):
+        impl.group_rloo_advantages(rewards, 1)
+    with pytest.raises(ValueError, match="rewards"):
+        impl.group_rloo_advantages(rewards, 4)
+    with pytest.raises(ValueError, match="rewards"):
+        impl.group_rloo_advantages(rewards.reshape(2, 3), 3)
+
+
+# ---- the masked token loss ---------------------------------------------------------------------------------------
+
+
+def loss_and_gradient(impl, logits, batch, old_log_probs, advantages, reduction="token_mean", clip_epsilon=0.2):
+    logits = logits.clone().requires_grad_(True)
+    loss = impl.sequence_policy_loss(
+        logits, torch.as_tensor(batch["input_ids"]), torch.as_tensor(batch["prompt_lengths"]),
+        old_log_probs, advantages, clip_epsilon, reduction,
+    )
+    assert isinstance(loss, torch.Tensor) and loss.ndim == 0, "the loss is a 0-d tensor"
+    loss.backward()
+    return loss.detach(), logits.grad
+
+
+@given(batch=sequence_batches(), seed=st.integers(0, 2**16), reduction=st.sampled_from(["token_mean",
+                                                                                        "sequence_mean"]))
+def test_logits_outside_the_response_change_neither_the_loss_nor_its_gradient(impl, batch, seed, reduction):
+    generator = torch.Generator().manual_seed(seed)
+    rows, width = batch["input_ids"].shape
+    logits = torch.randn(rows, width, VOCAB_SIZE, generator=generator, dtype=torch.float64)
+    old = label_log_probs(logits, torch.as_tensor(batch["input_ids"])) + 0.3 * torch.randn(
+        rows, width - 1, generator=generator, dtype=torch.float64)
+    advantages = torch.randn(rows, generator=generator, dtype=torch.float64)
+    mask = expected_mask(batch)
+    # Position j predicts token j + 1: it is scored only where label column j is a response token.
+    scored = np.concatenate([mask, np.zeros((rows, 1))], axis=1).astype(bool)
+    noise = 50.0 * torch.randn(rows, width, VOCAB_SIZE, generator=generator, dtype=torch.float64)
+    changed_logits = torch.where(torch.as_tensor(scored)[..., None], logits, logits + noise)
+    changed_old = torch.where(torch.as_tensor(mask, dtype=torch.bool), old, old - 1e4)
+
+    loss, gradient = loss_and_gradient(impl, logits, batch, old, advantages, reduction)
+    changed_loss, changed_gradient = loss_and_gradient(impl, changed_logits, batch, changed_old, advantages,
+                                                       reduction)
+    np.testing.assert_allclose(
+        changed_loss, loss, rtol=1e-12, atol=1e-12,
+        err_msg="the loss changed when only logits predicting prompt or padding tokens (or nothing) changed: "
+        "prompt, padding or post-EOS positions are in the loss, or the causal shift is off by one",
+    )
+    np.testing.assert_allclose(changed_gradient, gradient, rtol=1e-10, atol=1e-12,
+                               err_msg="the gradient changed with logits outside the response")
+    outside = gradient[torch.as_tensor(~scored)]
+    assert torch.all(outside == 0), (
+        "a gradient reached logits that predict a prompt token, a padding token or nothing: only response "
+        "positions (EOS included) may receive gradient"
+    )
+
+
+@given(batch=sequence_batches(), seed=st.integers(0, 2**16), reduction=st.sampled_from(["token_mean",
+                                                                                        "sequence_mean"]))
+def test_at_ratio_one_the_gradient_is_the_policy_gradient_of_every_response_token_eos_included(
+    impl, batch, seed, reduction
+):
+    generator = torch.Generator().manual_seed(seed)
+    rows, width = batch["input_ids"].shape
+    ids = torch.as_tensor(batch["input_ids"])
+    logits = torch.randn(rows, width, VOCAB_SIZE, generator=generator, dtype=torch.float64)
+    old = label_log_probs(logits, ids).detach()  # the policy has not moved: every ratio is 1
+    advantages = torch.randn(rows, generator=generator, dtype=torch.float64)
+    mask = torch.as_tensor(expected_mask(batch))
+    if reduction == "token_mean":
+        weights = mask * advantages[:, None] / mask.sum()
+    else:
+        weights = mask * advantages[:, None] / (mask.sum(dim=1, keepdim=True) * rows)
+
+    loss, gradient = loss_and_gradient(impl, logits, batch, old, advantages, reduction)
+    np.testing.assert_allclose(
+        loss, -weights.sum(), rtol=1e-10, atol=1e-12,
+        err_msg=f"at ratio 1 the loss is minus the {reduction} of the advantages over the response tokens",
+    )
+    # d(-w * log softmax(z)[y]) / dz = -w * (onehot(y) - softmax(z)) at every scored position.
+    probabilities = torch.softmax(logits[:, :-1], dim=-1)
+    onehot = torch.nn.functional.one_hot(ids[:, 1:], VOCAB_SIZE).to(torch.float64)
+    expected = torch.zeros_like(logits)
+    expected[:, :-1] = -weights[..., None] * (onehot - probabilities)
+    np.testing.assert_allclose(
+        gradient, expected, rtol=1e-8, atol=1e-12,
+        err_msg="the loss's gradient is not the policy gradient of the response tokens: position j must score "
+        "token j + 1 (the labels are input_ids[:, 1:]), and the EOS that ends a response is one of them "
+        "(include_eos=True), or the policy never learns to stop",
+    )
+
+
+def test_the_clip_binds_on_the_ratio(impl):
+    batch = dict(
+        input_ids=np.array([[BOS_ID, 3, 6, 7, EOS_ID, PAD_ID], [BOS_ID, 4, 8, EOS_ID, PAD_ID, PAD_ID]]),
+        prompt_lengths=np.array([2, 2]),
+        response_lengths=np.array([3, 2]),
+    )
+    generator = torch.Generator().manual_seed(0)
+    logits = torch.randn(2, 6, VOCAB_SIZE, generator=generator, dtype=torch.float64)
+    old = label_log_probs(logits, torch.as_tensor(batch["input_ids"])) - np.log(2.0)  # every ratio is 2
+    advantages = torch.tensor([1.0, -1.0], dtype=torch.float64)
+    loss, gradient = loss_and_gradient(impl, logits, batch, old, advantages, clip_epsilon=0.2)
+    # Row 0: A > 0, min(2A, 1.2A) = 1.2A, clipped: no gradient. Row 1: A < 0, min(-2, -1.2) = -2: unclipped.
+    np.testing.assert_allclose(loss, -(3 * 1.2 - 2 * 2.0) / 5, rtol=1e-12,
+                               err_msg="the loss must be minus the token mean of min(r A, clip(r) A)")
+    assert torch.all(gradient[0] == 0), "where the clip binds (A > 0, r > 1 + eps) the gradient must be zero"
+    assert torch.all(gradient[1, 1:3].abs().sum(dim=-1) > 0), "where it does not bind the gradient flows"
+
+
+def test_the_loss_rejects_bad_input(impl):
+    batch = dict(input_ids=np.array([[BOS_ID, 3, 6, EOS_ID]]), prompt_lengths=np.array([2]),
+                 response_lengths=np.array([2]))
+    logits = torch.zeros(1, 4, VOCAB_SIZE)
+    old = torch.zeros(1, 3)
+    loss_and_gradient(impl, logits, batch, old, torch.ones(1))  # valid input works first
+    ids, lengths = torch.as_tensor(batch["input_ids"]), torch.as_tensor(batch["prompt_lengths"])
+    with pytest.raises(ValueError, match="old_log_probs"):
+        impl.sequence_policy_loss(logits, ids, lengths, torch.zeros(1, 4), torch.ones(1), 0.2)
+    with pytest.raises(ValueError, match="advantages"):
+        impl.sequence_policy_loss(logits, ids, lengths, old, torch.ones(2), 0.2)
+    with pytest.raises(ValueError, match="reduction"):
+        impl.sequence_policy_loss(logits, ids, lengths, old, torch.ones(1), 0.2, "mean")
+
+
+# ---- one iteration -----------------------------------------------------------------------------------------------
+
+ITERATION_BATCH = dict(
+    input_ids=np.array([
+        [BOS_ID, 3, 6, 7, EOS_ID, PAD_ID],
+        [BOS_ID, 3, EOS_ID, PAD_ID, PAD_ID, PAD_ID],
+        [BOS_ID, 3, 6, 6, 9, 8],
+        [BOS_ID, 4, 8, 6, EOS_ID, PAD_ID],
+        [BOS_ID, 4, 7, EOS_ID, PAD_ID, PAD_ID],
+        [BOS_ID, 4, 8, 6, 7, EOS_ID],
+    ]),
+    prompt_lengths=np.array([2, 2, 2, 2, 2, 2]),
+    response_lengths=np.array([3, 1, 4, 3, 2, 4]),
+)
+ITERATION_REWARDS = np.array([1.0, 0.0, 2 / 3, 1.0, 1 / 3, 2 / 3])
+
+
+def explicit_iteration(model, rewards, group_size, epochs, clip_epsilon, lr):
+    """RLOO per prompt, old log-probs frozen once, `epochs` SGD steps on the clipped token_mean loss."""
+    ids = torch.as_tensor(ITERATION_BATCH["input_ids"])
+    mask = torch.as_tensor(expected_mask(ITERATION_BATCH), dtype=torch.float32)
+    advantages = torch.as_tensor(leave_one_out(rewards, group_size), dtype=torch.float32)[:, None]
+    with torch.no_grad():
+        old = label_log_probs(model(ids), ids)
+    losses = []
+    for _ in range(epochs):
+        ratio = torch.exp(label_log_probs(model(ids), ids) - old)
+        surrogate = torch.minimum(ratio * advantages, ratio.clamp(1 - clip_epsilon, 1 + clip_epsilon) * advantages)
+        loss = -(surrogate * mask).sum() / mask.sum()
+        model.zero_grad()
+        loss.backward()
+        with torch.no_grad():
+            for parameter in model.parameters():
+                parameter -= lr * parameter.grad
+        losses.append(float(loss.detach()))
+    return old, losses
+
+
+def run_iteration(impl, model, epochs, lr=0.5, clip_epsilon=0.2):
+    return impl.rloo_iteration(
+        model, PlainSGD(model.parameters(), lr), torch.as_tensor(ITERATION_BATCH["input_ids"]),
+        torch.as_tensor(ITERATION_BATCH["prompt_lengths"]), ITERATION_REWARDS.copy(), group_size=3,
+        ppo_epochs=epochs, clip_epsilon=clip_epsilon, reduction="token_mean",
+    )
+
+
+def test_one_iteration_is_rloo_with_frozen_old_log_probs_and_clipped_token_steps(impl):
+    model = make_policy(seed=1, hidden_size=8)
+    reference = copy.deepcopy(model)
+    result = run_iteration(impl, model, epochs=3)
+    old, losses = explicit_iteration(reference, ITERATION_REWARDS, 3, epochs=3, clip_epsilon=0.2, lr=0.5)
+    np.testing.assert_allclose(result.epoch_losses[0], losses[0], rtol=1e-5, atol=1e-7,
+                               err_msg="the first epoch's loss: minus the token mean of the RLOO advantages")
+    np.testing.assert_allclose(
+        result.epoch_losses, losses, rtol=1e-4, atol=1e-6,
+        err_msg="later epochs differ from PPO on FROZEN old log-probs: compute them once, before the first "
+        "epoch, under torch.no_grad(), and reuse them in every epoch",
+    )
+    for (name, parameter), expected in zip(model.named_parameters(), reference.parameters()):
+        np.testing.assert_allclose(
+            parameter.detach(), expected.detach(), rtol=1e-4, atol=1e-6,
+            err_msg=f"{name} after the iteration differs from 3 steps of RLOO + frozen old log-probs + the "
+            "clipped token_mean loss",
+        )
+
+
+def test_the_ratio_leaves_one_after_the_first_epoch(impl):
+    result = run_iteration(impl, make_policy(seed=2, hidden_size=8), epochs=3)
+    mask = expected_mask(ITERATION_BATCH)
+    advantages = leave_one_out(ITERATION_REWARDS, 3)
+    first = -(mask * advantages[:, None]).sum() / mask.sum()
+    np.testing.assert_allclose(result.epoch_losses[0], first, rtol=1e-5,
+                               err_msg="at the first epoch every ratio is 1: the loss is -token_mean(A)")
+    assert not np.allclose(result.epoch_losses[1:], result.epoch_losses[0], rtol=1e-6, atol=0), (
+        "every epoch's loss equals -token_mean(A): the ratio is stuck at 1, so the old log-probs are recomputed "
+        "with the current policy at each epoch instead of frozen before the first"
+    )
+    assert result.epoch_losses[-1] < result.epoch_losses[0], "the PPO epochs must lower the loss"
+
+
+def test_the_iteration_reports_advantages_mask_and_frozen_log_probs(impl):
+    model = make_policy(seed=3, hidden_size=8)
+    ids = torch.as_tensor(ITERATION_BATCH["input_ids"])
+    with torch.no_grad():
+        before = label_log_probs(model(ids), ids)
+    ids_copy, rewards = ids.clone(), ITERATION_REWARDS.copy()
+    result = impl.rloo_iteration(model, PlainSGD(model.parameters(), 0.5), ids,
+                                 torch.as_tensor(ITERATION_BATCH["prompt_lengths"]), rewards, group_size=3,
+                                 ppo_epochs=2, clip_epsilon=0.2)
+    assert torch.equal(ids, ids_copy) and np.array_equal(rewards, ITERATION_REWARDS), "inputs changed in place"
+    advantages = np.asarray(result.advantages)
+    assert advantages.dtype == np.float64, "advantages are reported as float64 NumPy"
+    np.testing.assert_allclose(advantages, leave_one_out(ITERATION_REWARDS, 3), rtol=1e-12, atol=1e-12,
+                               err_msg="advantages must be RLOO within each prompt's group")
+    np.testing.assert_array_equal(
+        np.asarray(result.response_mask), expected_mask(ITERATION_BATCH),
+        err_msg="the response mask covers the response's label columns, EOS included",
+    )
+    mask = torch.as_tensor(expected_mask(ITERATION_BATCH), dtype=torch.bool)
+    np.testing.assert_allclose(
+        result.old_log_probs[mask], before[mask], rtol=1e-6, atol=1e-7,
+        err_msg="old_log_probs must be the log-probs of the policy that sampled the batch, before any step",
+    )
+    assert not result.old_log_probs.requires_grad, "old log-probs are data: computed under torch.no_grad()"
+
+
+def test_the_iteration_rejects_bad_input(impl):
+    model = make_policy(seed=0, hidden_size=8)
+    run_iteration(impl, model, epochs=1)  # valid input works first
+    ids = torch.as_tensor(ITERATION_BATCH["input_ids"])
+    lengths = torch.as_tensor(ITERATION_BATCH["prompt_lengths"])
+    optimizer = PlainSGD(model.parameters(), 0.1)
+    with pytest.raises(ValueError, match="rewards"):
+        impl.rloo_iteration(model, optimizer, ids, lengths, ITERATION_REWARDS[:3], 3, 1, 0.2)
+    with pytest.raises(ValueError, match="ppo_epochs"):
+        impl.rloo_iteration(model, optimizer, ids, lengths, ITERATION_REWARDS, 3, 0, 0.2)
+    with pytest.raises(ValueError, match="group_size"):
+        impl.rloo_iteration(model, optimizer, ids, lengths, ITERATION_REWARDS, 1, 1, 0.2)
+
+
+# ---- the loop ----------------------------------------------------------------------------------------------------
+
+TINY = dict(iterations=3, group_size=4, ppo_epochs=2, learning_rate=0.01, clip_epsilon=0.2, hidden_size=16,
+            evaluation_every=1, evaluation_samples=4)
+
+
+def check_first_batch(batch):
+    assert isinstance(batch.prompt_classes, np.ndarray) and batch.prompt_classes.dtype.kind == "i"
+    assert isinstance(batch.input_ids, torch.Tensor) and isinstance(batch.response_mask, torch.Tensor)
+    assert isinstance(batch.rewards, np.ndarray) and batch.advantages.dtype == np.float64
+    np.testing.assert_array_equal(batch.rewards, sequence_rewards(batch.prompt_classes, batch.input_ids),
+                                  err_msg="first_batch.rewards must be the verifier's rewards of its rows")
+    for prompt_class in np.unique(batch.prompt_classes):
+        rows = batch.prompt_classes == prompt_class
+        np.testing.assert_allclose(batch.advantages[rows].sum(), 0.0, atol=1e-12,
+                                   err_msg="RLOO advantages must sum to zero within every prompt group")
+
+
+def test_a_seed_reproduces_the_run_bit_for_bit(impl):
+    first = impl.train_tiny_sequence_policy(seed=3, **TINY)
+    second = impl.train_tiny_sequence_policy(seed=3, **TINY)
+    check_first_batch(first["first_batch"])
+    for key, values in first["history"].items():
+        if key != "elapsed_seconds":
+            np.testing.assert_array_equal(values, second["history"][key], err_msg=f"history[{key!r}] differs")
+    assert torch.equal(first["first_batch"].input_ids, second["first_batch"].input_ids), (
+        "the same seed must sample the same first batch: draw from the generator you are given"
+    )
+    for (name, a), b in zip(first["model"].named_parameters(), second["model"].parameters()):
+        assert torch.equal(a, b), f"{name} differs between two runs with the same seed"
+    other = impl.train_tiny_sequence_policy(seed=4, **TINY)
+    assert not torch.equal(first["first_batch"].input_ids, other["first_batch"].input_ids), (
+        "another seed sampled the same first batch: the sampler ignores its generator"
+    )
+
+
+def test_evaluation_uses_the_packages_sampler(impl):
+    model = make_policy(seed=0, hidden_size=16)
+    result = impl.evaluate_sequence_policy(model, samples_per_prompt=2, deterministic=True)
+    assert set(result) >= {"prompt_classes", "input_ids", "rewards", "mean_reward", "success_rate"}
+    rows = torch.as_tensor(result["input_ids"])
+    with torch.no_grad():
+        logits = model(rows)
+    for row, row_logits in zip(rows, logits):
+        for position in range(2, rows.shape[1]):
+            if EOS_ID in row[2:position].tolist():
+                assert row[position] == PAD_ID
+            else:
+                assert row[position] == row_logits[position - 1].argmax(), (
+                    "greedy evaluation must take the argmax token at every step"
+                )
+    assert result["mean_reward"] == pytest.approx(float(np.mean(result["rewards"])))
+
+
+@pytest.mark.slow
+def test_the_smoke_profile_reaches_exact_response_success(impl):
+    from kata.rloo_frame import sequence_profile_config
+
+    run = impl.train_tiny_sequence_policy(seed=5, **sequence_profile_config("smoke"))
+    check_first_batch(run["first_batch"])
+    history = run["history"]
+    assert history["iteration"][0] == 0 and history["iteration"][-1] == sequence_profile_config("smoke")[
+        "iterations"]
+    assert max(history["success_rate"]) == 1.0, (
+        f"the smoke profile never reached sampled exact-response success 1.0 (best {max(history['success_rate'])})"
+    )
+    assert run["final_evaluation"]["success_rate"] >= 0.95
+    greedy = impl.evaluate_sequence_policy(run["model"], samples_per_prompt=1, deterministic=True)
+    assert greedy["success_rate"] == 1.0, "after training, greedy decoding must answer every prompt exactly"
