@@ -327,6 +327,11 @@ CONCEPTS: tuple[Concept, ...] = (
             Mistake("old_log_probs_not_frozen", "old log-probs recomputed with the current policy at every "
                     "epoch"),
             Mistake("tokens_after_eos", "sampling keeps emitting tokens after EOS"),
+            Mistake("sampling_from_the_first_position", "the next token drawn from the first position's logits "
+                    "instead of the last position's"),
+            Mistake("prompt_tokens_in_loss", "every non-padding label is scored, prompt tokens included"),
+            Mistake("objective_returned_as_loss", "the objective to maximise is minimised: good responses become "
+                    "less likely"),
         ),
     ),
 )

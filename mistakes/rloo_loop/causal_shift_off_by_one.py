@@ -1,0 +1,21 @@
+"""The causal shift off by one: the logits at position t are scored against token t (input_ids[:, :-1]) instead
+of token t + 1, the one they predict."""
+
+import torch
+
+from kata.contracts.rloo_loop import check_loss_arguments
+from kata.sequence_task import EOS_ID, PAD_ID
+from solutions.response_masks import response_token_mask
+from solutions.token_objectives import masked_token_ppo_objective
+
+
+def sequence_policy_loss(logits, input_ids, prompt_lengths, old_log_probs, advantages, clip_epsilon,
+                         reduction="token_mean", *, pad_token_id=PAD_ID, eos_token_id=EOS_ID):
+    check_loss_arguments(logits, input_ids, old_log_probs, advantages, clip_epsilon, reduction)
+    ids = torch.as_tensor(input_ids)
+    mask = response_token_mask(ids, torch.as_tensor(prompt_lengths), pad_token_id, eos_token_id, include_eos=True)
+    log_probs = torch.log_softmax(logits[:, :-1], dim=-1)
+    new_log_probs = log_probs.gather(-1, ids[:, :-1, None]).squeeze(-1)
+    advantages = torch.as_tensor(advantages).to(new_log_probs.dtype)
+    old = torch.as_tensor(old_log_probs).to(new_log_probs.dtype)
+    return -masked_token_ppo_objective(new_log_probs, old, advantages, mask, clip_epsilon, reduction)

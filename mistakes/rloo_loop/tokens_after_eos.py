@@ -1,0 +1,25 @@
+"""Sampling keeps emitting tokens after EOS: no row ever stops, so what follows the EOS is whatever the model
+samples."""
+
+import torch
+
+from kata.arrays import like_inputs
+from kata.contracts.rloo_loop import sampling_inputs
+from kata.sequence_task import EOS_ID, PAD_ID
+
+
+def sample_responses(model, prompt_ids, max_new_tokens, *, eos_token_id=EOS_ID, pad_token_id=PAD_ID,
+                     deterministic=False, generator=None):
+    prompts, length, eos, pad, greedy, generator = sampling_inputs(
+        model, prompt_ids, max_new_tokens, eos_token_id, pad_token_id, deterministic, generator
+    )
+    ids = prompts.clone()
+    with torch.no_grad():
+        for _ in range(length):
+            next_logits = model(ids)[:, -1].float()
+            if greedy:
+                next_tokens = next_logits.argmax(dim=-1)
+            else:
+                next_tokens = torch.multinomial(torch.softmax(next_logits, dim=-1), 1, generator=generator).squeeze(1)
+            ids = torch.cat([ids, next_tokens[:, None]], dim=1)
+    return like_inputs(ids, prompt_ids)
