@@ -1,0 +1,16 @@
+"""A step that ended an episode bootstraps from the next stored observation, which after the autoreset is the next episode's reset observation."""
+
+from __future__ import annotations
+
+import torch
+
+from kata.arrays import like_inputs
+from kata.contracts.ppo_cartpole import bootstrap_inputs
+
+
+def bootstrap_values(values: ArrayLike, final_values: ArrayLike, last_values: ArrayLike, terminated: ArrayLike,
+                     truncated: ArrayLike) -> ArrayLike:
+    x = bootstrap_inputs(values, final_values, last_values, terminated, truncated)
+    following = torch.cat([x.values[1:], x.last_values.unsqueeze(0)])
+    next_values = following  # values[t + 1] even across an autoreset
+    return like_inputs(next_values, values, final_values, last_values)

@@ -1,0 +1,15 @@
+"""The rollout buffer's last step does not cut the trace: the recursion would run into the next rollout."""
+
+from __future__ import annotations
+
+import torch
+
+from kata.arrays import like_inputs
+from kata.contracts.ppo_cartpole import flag_inputs
+
+
+def gae_masks(terminated: ArrayLike, truncated: ArrayLike) -> tuple[ArrayLike, ArrayLike]:
+    terminated_t, truncated_t = flag_inputs(terminated, truncated)
+    buffer_end = torch.zeros_like(terminated_t)
+    trace_cuts = terminated_t | truncated_t | buffer_end
+    return like_inputs((terminated_t.clone(), trace_cuts), terminated, truncated)

@@ -1,0 +1,12 @@
+"""Minibatch indices drawn with replacement: within an epoch some samples repeat and others are skipped."""
+
+from __future__ import annotations
+
+import torch
+
+from kata.contracts.ppo_cartpole import minibatch_inputs
+
+
+def minibatch_indices(batch_size: int, minibatch_size: int, generator: torch.Generator) -> list[torch.Tensor]:
+    size, minibatch, generator = minibatch_inputs(batch_size, minibatch_size, generator)
+    return list(torch.randint(0, size, (size,), generator=generator).split(minibatch))

@@ -1,0 +1,16 @@
+"""Truncation at the time limit treated as termination: a truncated step never bootstraps."""
+
+from __future__ import annotations
+
+import torch
+
+from kata.arrays import like_inputs
+from kata.contracts.ppo_cartpole import flag_inputs
+
+
+def gae_masks(terminated: ArrayLike, truncated: ArrayLike) -> tuple[ArrayLike, ArrayLike]:
+    terminated_t, truncated_t = flag_inputs(terminated, truncated)
+    buffer_end = torch.zeros_like(terminated_t)
+    buffer_end[-1] = True
+    trace_cuts = terminated_t | truncated_t | buffer_end
+    return like_inputs((terminated_t | truncated_t, trace_cuts), terminated, truncated)
