@@ -1,10 +1,10 @@
 """Exercise 1 — REINFORCE: the score-function estimator and the detach contract (GUIDE.md §1).
 
 The policy gradient is ``∇θ E[R] = E[∇θ log πθ(a|s) · A]``: the reward is never differentiated, only the
-log-probability of the action that was taken. An autograd framework gets there through a *surrogate loss*, a scalar
-whose gradient equals (minus) that estimate: ``L = -mean(log π(a|s) · A)``. The advantage ``A`` must enter as a
-constant: if gradient flowed into it, the loss would also train whatever computed it (a critic, a reward model) in the
-direction that makes the policy's loss small, which is not what either of them is for.
+log-probability of the action that was taken. An autograd framework gets there through a *surrogate loss*, a
+scalar whose gradient equals (minus) that estimate: ``L = -mean(log π(a|s) · A)``. The advantage ``A`` must enter
+as a constant: if gradient flowed into it, the loss would also train whatever computed it (a critic, a reward
+model) in the direction that makes the policy's loss small, which is not what either of them is for.
 """
 
 from __future__ import annotations
@@ -20,15 +20,17 @@ def reinforce_surrogate_loss(log_probs: ArrayLike, advantages: ArrayLike) -> Arr
     """The REINFORCE surrogate loss ``-mean(log_probs · advantages)``, with the advantages held constant.
 
     Minimising it follows the policy gradient: its gradient with respect to the policy's parameters is
-    ``-mean(A · ∇ log π)``. The advantages are detached even when they require grad, so no gradient ever reaches
-    them (or whatever computed them).
+    ``-mean(A · ∇ log π)``. The advantages are detached even when they require grad, so no gradient ever
+    reaches them (or whatever computed them).
 
     Args:
-        log_probs: log-probabilities ``log π(a_i|s_i)`` of the actions taken, any shape (usually ``[N]``), floating.
+        log_probs: log-probabilities ``log π(a_i|s_i)`` of the actions taken, any shape (usually ``[N]``),
+            floating.
         advantages: ``A_i``, the same shape (no broadcasting).
 
     Returns:
-        A scalar: a 0-d tensor (autograd to ``log_probs`` kept) if either input is a tensor, else a 0-d NumPy array.
+        A scalar: a 0-d tensor (autograd to ``log_probs`` kept) if either input is a tensor, else a 0-d NumPy
+        array.
 
     Raises:
         ValueError: the shapes differ, or the inputs are empty.
@@ -71,7 +73,7 @@ def discounted_reward_to_go(rewards: ArrayLike, episode_ends: ArrayLike, gamma: 
 
 
 def categorical_entropy(logits: ArrayLike) -> ArrayLike:
-    """Entropy ``H = -Σ_k p_k log p_k`` of the categorical distribution ``p = softmax(logits)`` over the last axis.
+    """Entropy ``H = -Σ_k p_k log p_k`` of the categorical ``p = softmax(logits)`` over the last axis.
 
     Computed from ``log_softmax`` (never ``log(softmax)``), so it stays finite for logits of any size: an action
     whose probability underflows to 0 contributes exactly 0. A logit of -inf marks an action that cannot be taken.

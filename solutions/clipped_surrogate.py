@@ -1,8 +1,9 @@
 """Concept 4 — PPO's clipped objectives and diagnostics (GUIDE.md §4).
 
 PPO reuses one batch for several gradient steps. The data were sampled by the old policy, so each sample is
-reweighted by the probability ratio ``r = π_new(a|s) / π_old(a|s) = exp(new_log_prob - old_log_prob)``. To keep the
-new policy from exploiting that reweighting too far, the objective takes, per sample, the pessimistic (smaller) of
+reweighted by the probability ratio ``r = π_new(a|s) / π_old(a|s) = exp(new_log_prob - old_log_prob)``. To keep
+the new policy from exploiting that reweighting too far, the objective takes, per sample, the pessimistic
+(smaller) of
 
 - ``unclipped = r · A`` and
 - ``clipped = clip(r, 1 - ε, 1 + ε) · A``.
@@ -31,8 +32,8 @@ def clipped_surrogate_terms(
     """Per-sample terms of PPO's clipped surrogate: ``(ratio, unclipped, clipped, pessimistic)``.
 
     ``ratio = exp(new - old)``, ``unclipped = ratio · A``, ``clipped = clip(ratio, 1 - ε, 1 + ε) · A``,
-    ``pessimistic = min(unclipped, clipped)``. Old log-probs and advantages are data: they are detached, so gradient
-    reaches ``new_log_probs`` only.
+    ``pessimistic = min(unclipped, clipped)``. Old log-probs and advantages are data: they are detached, so
+    gradient reaches ``new_log_probs`` only.
 
     Args:
         new_log_probs: ``log π_new(a|s)``, any shape, floating (carries the gradient).
@@ -148,7 +149,7 @@ def ppo_loss(
 
 
 def approximate_kl(new_log_probs: ArrayLike, old_log_probs: ArrayLike) -> ArrayLike:
-    """The non-negative estimate ``mean((r - 1) - log r)`` of ``KL(π_old ‖ π_new)``, with ``r = exp(new - old)``.
+    """The non-negative estimate ``mean((r - 1) - log r)`` of ``KL(π_old ‖ π_new)``, ``r = exp(new - old)``.
 
     With samples drawn from the old policy, ``E_old[r - 1] = 0``, so this has the same expectation as the plain
     ``mean(-log r)`` (k1), but every term is ``>= 0`` (since ``log r <= r - 1``) and 0 only where ``r = 1``: it

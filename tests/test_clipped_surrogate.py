@@ -1,8 +1,8 @@
 """Concept 4 — PPO's clipped objectives and diagnostics (GUIDE.md §4).
 
-Every property is checked against the formulas written out here in NumPy: r = exp(new - old), the clip binds where
-A > 0 and r > 1 + ε or A < 0 and r < 1 - ε, and the per-sample gradient of the policy loss with respect to the new
-log-probability is -r·A/N where the clip does not bind and exactly 0 where it does.
+Every property is checked against the formulas written out here in NumPy: r = exp(new - old), the clip binds
+where A > 0 and r > 1 + ε or A < 0 and r < 1 - ε, and the per-sample gradient of the policy loss with respect to
+the new log-probability is -r·A/N where the clip does not bind and exactly 0 where it does.
 """
 
 from __future__ import annotations
@@ -100,8 +100,8 @@ def test_gradient_is_zero_exactly_where_the_clip_binds(impl, batch):
     binds = clip_binds(ratio, batch["advantages"], batch["clip_epsilon"])
     gradient = new.grad.numpy()
     assert np.all(gradient[binds] == 0.0), (
-        "a sample whose clip binds (A > 0 and r > 1 + ε, or A < 0 and r < 1 - ε) must have exactly zero gradient: "
-        "the min must pick the constant clipped branch there"
+        "a sample whose clip binds (A > 0 and r > 1 + ε, or A < 0 and r < 1 - ε) must have exactly zero "
+        "gradient: the min must pick the constant clipped branch there"
     )
     outside_free = ~binds & (np.abs(ratio - 1.0) > batch["clip_epsilon"]) & (batch["advantages"] != 0)
     assert np.all(gradient[outside_free] != 0.0), (
@@ -138,21 +138,23 @@ def test_gradient_is_zero_exactly_where_the_clip_binds(impl, batch):
 
 @given(batch=value_batches())
 def test_value_loss_is_the_max_of_the_two_squared_errors(impl, batch):
-    values, old_values, returns, epsilon = batch["values"], batch["old_values"], batch["returns"], batch["clip_epsilon"]
+    values, old_values, returns = batch["values"], batch["old_values"], batch["returns"]
+    epsilon = batch["clip_epsilon"]
     loss = impl.clipped_value_loss(**batch)
     assert is_numpy_scalar(loss), "NumPy in must give a NumPy scalar (0-d) out"
     clipped_prediction = old_values + np.clip(values - old_values, -epsilon, epsilon)
     expected = 0.5 * np.maximum((values - returns) ** 2, (clipped_prediction - returns) ** 2).mean()
     close(loss, expected,
-          "the value loss is 0.5 · mean(max((V - R)², (V_old + clip(V - V_old, -ε, ε) - R)²)): the prediction is "
-          "clipped around the OLD value, and the larger of the two errors is kept")
+          "the value loss is 0.5 · mean(max((V - R)², (V_old + clip(V - V_old, -ε, ε) - R)²)): the prediction "
+          "is clipped around the OLD value, and the larger of the two errors is kept")
     assert loss >= 0.5 * ((values - returns) ** 2).mean() * (1 - 1e-12), (
         "the clipped value loss is never below the plain squared error: keep the max of the two errors"
     )
 
     within = clipped_prediction  # every new value within ε of its old one
     if np.all(np.abs(within - old_values) <= epsilon):  # rounding may land just outside
-        close(impl.clipped_value_loss(within, old_values, returns, epsilon), 0.5 * ((within - returns) ** 2).mean(),
+        close(impl.clipped_value_loss(within, old_values, returns, epsilon),
+              0.5 * ((within - returns) ** 2).mean(),
               "when every new value is within ε of its old value the clip does nothing: the loss is "
               "0.5 · mean((V - R)²)")
 
@@ -164,7 +166,9 @@ def test_value_loss_is_the_max_of_the_two_squared_errors(impl, batch):
     loss_t.backward()
     assert values_t.grad is not None, "keep autograd through the value loss"
     for name, tensor in (("old_values", old_values_t), ("returns", returns_t)):
-        assert tensor.grad is None or not tensor.grad.any(), f"gradient reached {name}: they are targets, detach them"
+        assert tensor.grad is None or not tensor.grad.any(), (
+            f"gradient reached {name}: they are targets, detach them"
+        )
 
 
 def test_value_loss_worked_examples(impl):
@@ -285,8 +289,12 @@ def test_bad_input_is_a_clear_error(impl):
 
     total = dict(policy_loss=np.array(1.0), value_loss=np.array(2.0), entropy=np.ones(3), value_coefficient=0.5,
                  entropy_coefficient=0.01)
-    for change, argument in [(dict(policy_loss=np.ones(2)), "policy_loss"), (dict(value_loss=np.ones(3)), "value_loss"),
-                             (dict(entropy=np.ones(0)), "entropy"), (dict(value_coefficient=-1.0), "value_coefficient"),
-                             (dict(entropy_coefficient=-0.01), "entropy_coefficient")]:
+    for change, argument in [
+        (dict(policy_loss=np.ones(2)), "policy_loss"),
+        (dict(value_loss=np.ones(3)), "value_loss"),
+        (dict(entropy=np.ones(0)), "entropy"),
+        (dict(value_coefficient=-1.0), "value_coefficient"),
+        (dict(entropy_coefficient=-0.01), "entropy_coefficient"),
+    ]:
         with pytest.raises(ValueError, match=argument):
             impl.ppo_loss(**{**total, **change})

@@ -1,8 +1,9 @@
 """Concept 1 — REINFORCE: the score-function estimator and the detach contract (GUIDE.md §1).
 
-The policy-gradient properties use a one-state softmax policy with K actions and parameters θ = its logits, where
-everything is exact: the expected reward J(θ) = Σ_a π_a R_a has the analytic gradient ∂J/∂θ_k = π_k (R_k - J), and
-the expectation of the surrogate's gradient is a finite sum over the K actions weighted by their probabilities.
+The policy-gradient properties use a one-state softmax policy with K actions and parameters θ = its logits,
+where everything is exact: the expected reward J(θ) = Σ_a π_a R_a has the analytic gradient
+∂J/∂θ_k = π_k (R_k - J), and the expectation of the surrogate's gradient is a finite sum over the K actions
+weighted by their probabilities.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ def close(actual, expected, message, rtol=1e-9):
 
 
 def expected_surrogate_gradient(impl, logits, advantages):
-    """Σ_a π_a ∇θ L(a): the surrogate's gradient for each action alone, averaged with the policy's probabilities."""
+    """Σ_a π_a ∇θ L(a): the surrogate's gradient for each action alone, weighted by its probability."""
     theta = torch.tensor(logits, requires_grad=True)
     log_pi = torch.log_softmax(theta, dim=0)
     probabilities = log_pi.exp().detach().numpy()
@@ -78,8 +79,8 @@ def test_expected_surrogate_gradient_is_the_policy_gradient(impl, policy, baseli
     expected = expected_surrogate_gradient(impl, logits, rewards)
     close(expected, -analytic_policy_gradient(logits, rewards),
           "averaged over the actions with their probabilities, the surrogate's gradient must be minus the true "
-          "gradient of the expected reward, π_k (R_k - J): check the sign of the loss and that only log π carries "
-          "gradient")
+          "gradient of the expected reward, π_k (R_k - J): check the sign of the loss and that only log π "
+          "carries gradient")
     close(expected_surrogate_gradient(impl, logits, rewards - baseline), expected,
           "subtracting a constant baseline from every advantage must not change the expected gradient "
           "(E[∇ log π] = 0)", rtol=1e-8)
@@ -125,8 +126,8 @@ def test_one_gradient_step_moves_the_probability_with_the_advantage(impl, policy
         after = torch.softmax(theta - 0.05 * theta.grad, dim=0)[action].item()
     moved = "lowered" if sign > 0 else "raised"
     assert (after - before) * sign > 0, (
-        f"one gradient step on the loss {moved} the probability of an action with advantage {sign * advantage:.3g} "
-        f"({before:.6f} -> {after:.6f}): the loss must be MINUS mean(log π · A)"
+        f"one gradient step on the loss {moved} the probability of an action with advantage "
+        f"{sign * advantage:.3g} ({before:.6f} -> {after:.6f}): the loss must be MINUS mean(log π · A)"
     )
 
 
@@ -134,7 +135,7 @@ def test_one_gradient_step_moves_the_probability_with_the_advantage(impl, policy
 
 
 def explicit_reward_to_go(rewards, episode_ends, gamma):
-    """G_t = Σ_{k=t}^{end} γ^(k-t) r_k, where end is the first step >= t that ends an episode (or the last step)."""
+    """G_t = Σ_{k=t}^{end} γ^(k-t) r_k, end being the first step >= t that ends an episode (or the last)."""
     if rewards.ndim == 2:
         return np.stack([explicit_reward_to_go(rewards[:, n], episode_ends[:, n], gamma)
                          for n in range(rewards.shape[1])], axis=1)

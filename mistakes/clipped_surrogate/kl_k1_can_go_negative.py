@@ -1,4 +1,4 @@
-"""The k1 estimate mean(old - new log-probs) reported as a KL: unbiased, but a single batch can make it negative."""
+"""The k1 estimate mean(old - new log-probs) reported as a KL: unbiased, but one batch can make it negative."""
 
 from kata.arrays import like_inputs
 from kata.contracts.clipped_surrogate import ratio_inputs

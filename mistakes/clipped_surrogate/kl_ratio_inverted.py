@@ -1,5 +1,5 @@
-"""The k3 estimator with the ratio inverted, old/new: non-negative, but under samples from the old policy it does not
-estimate KL(old ‖ new) (nor any KL)."""
+"""The k3 estimator with the ratio inverted, old/new: non-negative, but under samples from the old policy it
+does not estimate KL(old ‖ new) (nor any KL)."""
 
 import torch
 
