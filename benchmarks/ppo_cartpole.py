@@ -1,0 +1,97 @@
+"""PPO on the course's CartPole: steps, wall time and where the time goes, per seed, beside the targets.
+
+    python benchmarks/ppo_cartpole.py                      # smoke profile, seeds 11 and 37, evaluation_every=2
+    python benchmarks/ppo_cartpole.py --profile full       # seeds 11, 37, 71, 101, 131
+    python benchmarks/ppo_cartpole.py --impl exercises     # the student's functions
+    python benchmarks/ppo_cartpole.py --threads            # also compare torch's default thread count with 1
+
+Targets (CURRICULUM.md, Performance): smoke, per seed: greedy evaluation >= 475 at the end and over the last fifth
+of the run, within 30,000 environment steps and 6 s; full: every seed the same within 50,000 steps, 60 s in all.
+The machine's load average is printed with the figures, since other work on a shared machine slows everything.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import os
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import torch  # noqa: E402
+
+from kata import impl as implementations  # noqa: E402
+from kata.ppo_frame import first_step_reaching, late_evaluation_minimum  # noqa: E402
+
+SEEDS = {"smoke": [11, 37], "full": [11, 37, 71, 101, 131]}
+BUDGET = {"smoke": (30_000, 6.0), "full": (50_000, 60.0 / 5)}
+REFERENCE = ("for scale, a widely used single-file PPO with its CartPole-v1 defaults (4 envs x 128 steps, lr 2.5e-4 "
+             "annealed, 4 epochs, 4 minibatches) on such a machine: ~4,000-4,500 steps/s; greedy 381-446 after "
+             "50k steps (~12 s), 444-491 after 100k (~25 s), 500 on every seed only after 500k steps (~130 s)")
+
+
+def run(package, config):
+    cpu = time.process_time()
+    result = package.train_ppo(config)
+    result["cpu_time"] = time.process_time() - cpu
+    return result
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--profile", choices=("smoke", "full"), default="smoke")
+    parser.add_argument("--impl", default="solutions")
+    parser.add_argument("--seeds", type=int, nargs="*", default=None)
+    parser.add_argument("--threads", action="store_true", help="also time torch's default thread count")
+    args = parser.parse_args()
+    package = implementations.load(args.impl)
+    seeds = args.seeds or SEEDS[args.profile]
+    max_steps, max_seconds = BUDGET[args.profile]
+
+    # torch.optim imports torch._dynamo on first use (seconds, once per process): paid here, reported apart.
+    warm = time.perf_counter()
+    torch.optim.Adam([torch.zeros(1, requires_grad=True)], fused=True)
+    warm = time.perf_counter() - warm
+
+    print(f"PPO on CartPole, {args.profile} profile, implementation {args.impl}; torch {torch.__version__}, "
+          f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f} at start")
+    print(f"one-off process warm-up (first torch.optim use): {warm:.2f} s, not counted below")
+    header = (f"{'seed':>4} {'steps':>6} {'wall s':>7} {'cpu s':>6} {'steps/s':>8} {'first>=475':>10} {'final':>6} "
+              f"{'late min':>8} | {'env':>5} {'act':>5} {'update':>6} {'eval':>5}  verdict")
+    print(header)
+    solved_all, total_wall = True, 0.0
+    for seed in seeds:
+        config = args.profile and package.profile_config(args.profile, seed=seed)
+        if args.profile == "smoke":
+            config = dataclasses.replace(config, evaluation_every=2)  # as the lab notebook runs it
+        result = run(package, config)
+        split = result["time_split"]
+        late = late_evaluation_minimum(result)
+        ok = (result["final_evaluation_mean"] >= 475 and late >= 475 and result["environment_steps"] <= max_steps)
+        fast = result["wall_time"] <= max_seconds
+        solved_all &= ok
+        total_wall += result["wall_time"]
+        print(f"{seed:>4} {result['environment_steps']:>6} {result['wall_time']:>7.2f} {result['cpu_time']:>6.2f} "
+              f"{result['environment_steps'] / result['wall_time']:>8.0f} {first_step_reaching(result):>10.0f} "
+              f"{result['final_evaluation_mean']:>6.1f} {late:>8.1f} | {split['environment']:>5.2f} "
+              f"{split['acting']:>5.2f} {split['update']:>6.2f} {split['evaluation']:>5.2f}  "
+              f"{'solved' if ok else 'NOT SOLVED'}, {'within' if fast else 'over'} {max_seconds:.0f} s")
+    print(f"all seeds: {total_wall:.1f} s wall; target {max_steps} steps and {max_seconds * len(seeds):.0f} s in all "
+          f"-> {'solved' if solved_all else 'NOT solved'} on every seed; load average now "
+          f"{os.getloadavg()[0]:.1f}")
+    print(REFERENCE)
+    if args.threads:
+        for threads in (None, 1):
+            config = dataclasses.replace(package.profile_config(args.profile, seed=seeds[0]), torch_threads=threads)
+            result = run(package, config)
+            label = f"torch default ({torch.get_num_threads()} threads)" if threads is None else "1 thread"
+            print(f"threads: {label:>28}: seed {seeds[0]} wall {result['wall_time']:.2f} s, update "
+                  f"{result['time_split']['update']:.2f} s")
+    return 0 if solved_all else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
