@@ -1,0 +1,307 @@
+"""The frame of the RLOO loop (not an exercise): the task's vocabulary and verifier, the GRU policy, readable rows,
+evaluation with a given sampler, the loop's schedule and records, its profiles and its optimizer.
+
+The loop is exercised here with scripted stand-ins for the student's two functions, so these tests pass on the
+stubs too.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import given
+from hypothesis import strategies as st
+
+from kata import rloo_frame as frame
+from kata import sequence_task as task
+from kata.sequence_task import BOS_ID, EOS_ID, PAD_ID, TOKEN_IDS
+
+pytestmark = pytest.mark.frame
+
+A, B, C, D = (TOKEN_IDS[name] for name in "abcd")
+P0, P1, P2 = task.PROMPT_TOKEN_IDS
+
+
+@pytest.fixture(autouse=True, scope="module")
+def one_torch_thread():
+    previous = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(previous)
+
+
+# ---- vocabulary and prompts -------------------------------------------------------------------------------------
+
+
+def test_the_vocabulary():
+    assert len(set(task.VOCABULARY)) == task.VOCAB_SIZE
+    assert (PAD_ID, BOS_ID, EOS_ID) == (0, 1, 2)
+    assert set(task.GENERABLE_TOKEN_IDS) == {A, B, C, D, EOS_ID}
+    assert len(task.ANSWERS) == task.NUM_PROMPTS == 3
+    assert all(len(answer) == 2 and EOS_ID not in answer for answer in task.ANSWERS)
+    assert len(set(task.ANSWERS)) == 3, "three prompts, three different answers"
+
+
+def test_prompt_batches_are_prompt_major():
+    classes, prompts = task.prompt_batch(3)
+    np.testing.assert_array_equal(classes, [0, 0, 0, 1, 1, 1, 2, 2, 2])
+    assert prompts.dtype == torch.int64 and prompts.shape == (9, 2)
+    assert torch.all(prompts[:, 0] == BOS_ID)
+    np.testing.assert_array_equal(prompts[:, 1], [P0] * 3 + [P1] * 3 + [P2] * 3)
+    with pytest.raises(ValueError, match="group_size"):
+        task.prompt_batch(0)
+    with pytest.raises(ValueError, match="prompt_classes"):
+        task.prompt_ids(np.array([3]))
+
+
+# ---- the verifier ------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("prompt_class", "response", "reward"),
+    [
+        (0, [A, B, EOS_ID], 1.0),  # the exact response
+        (1, [C, A, EOS_ID], 1.0),
+        (2, [B, C, EOS_ID], 1.0),
+        (0, [A, B, EOS_ID, A, PAD_ID], 1.0),  # what follows the first EOS is not read
+        (0, [A, B], 2 / 3),  # right symbols, never stopped
+        (0, [A, B, C, EOS_ID], 2 / 3),  # stopped one token late
+        (0, [A, EOS_ID], 1 / 3),  # stopped early
+        (0, [B, A, EOS_ID], 1 / 3),  # symbols swapped, stop in place
+        (0, [C, A, EOS_ID], 1 / 3),  # prompt 1's answer to prompt 0: only the stop counts
+        (0, [EOS_ID], 0.0),
+        (0, [D, D, D, D], 0.0),
+        (2, [B, D, EOS_ID], 2 / 3),
+        (0, [], 0.0),
+    ],
+)
+def test_the_verifier_on_hand_made_responses(prompt_class, response, reward):
+    assert task.response_reward(prompt_class, response) == pytest.approx(reward, abs=1e-15)
+    row = np.array([BOS_ID, task.PROMPT_TOKEN_IDS[prompt_class], *response] + [PAD_ID] * 2)
+    assert task.sequence_rewards(np.array([prompt_class]), row[None]) == pytest.approx([reward], abs=1e-15)
+    assert task.exact_responses(np.array([prompt_class]), row[None])[0] == (reward == 1.0)
+
+
+def test_the_batch_verifier_agrees_with_the_readable_one_on_every_short_response():
+    tokens = [*task.GENERABLE_TOKEN_IDS, PAD_ID]
+    rows, classes = [], []
+    for prompt_class in range(3):
+        for response in itertools.product(tokens, repeat=4):
+            rows.append([BOS_ID, task.PROMPT_TOKEN_IDS[prompt_class], *response])
+            classes.append(prompt_class)
+    rows, classes = np.array(rows), np.array(classes)
+    expected = np.array([task.response_reward(k, task.response_tokens(row)) for k, row in zip(classes, rows)])
+    rewards = task.sequence_rewards(classes, torch.as_tensor(rows))
+    assert rewards.dtype == np.float64
+    np.testing.assert_array_equal(rewards, expected)
+    np.testing.assert_array_equal(task.exact_responses(classes, rows), expected == 1.0)
+    assert set(np.unique(rewards)) == {0.0, 1 / 3, 2 / 3, 1.0}
+
+
+def test_response_tokens_and_verifier_errors():
+    assert task.response_tokens([BOS_ID, P0, A, EOS_ID, PAD_ID]) == (A, EOS_ID)
+    assert task.response_tokens([BOS_ID, P0, A, B, PAD_ID]) == (A, B)
+    assert task.response_tokens([BOS_ID, P0, PAD_ID, PAD_ID]) == ()
+    with pytest.raises(ValueError, match="prompt_class"):
+        task.response_reward(3, [A])
+    with pytest.raises(ValueError, match="input_ids"):
+        task.sequence_rewards(np.array([0, 1]), np.array([[BOS_ID, P0, A]]))
+    with pytest.raises(ValueError, match="input_ids"):
+        task.sequence_rewards(np.array([0]), np.array([[BOS_ID, P0, 99]]))
+
+
+# ---- reading rows ------------------------------------------------------------------------------------------------
+
+
+def test_decode_sequence():
+    row = np.array([BOS_ID, P1, C, A, EOS_ID, PAD_ID])
+    assert task.decode_sequence(row) == "BOS p1 | c a EOS"
+    assert task.decode_sequence(torch.as_tensor(row)) == "BOS p1 | c a EOS"
+    assert task.decode_sequence(row.tolist()) == "BOS p1 | c a EOS"
+    assert task.decode_sequence(np.array([BOS_ID, P0, A, B, C, D])) == "BOS p0 | a b c d"
+    assert task.decode_sequence(np.array([BOS_ID, P2, PAD_ID, PAD_ID])) == "BOS p2 |"
+    # A token after EOS stays visible: a sampler that emits after EOS shows at a glance.
+    assert task.decode_sequence(np.array([BOS_ID, P0, EOS_ID, A, PAD_ID])) == "BOS p0 | EOS a"
+    with pytest.raises(ValueError, match="row"):
+        task.decode_sequence(np.array([[BOS_ID, P0]]))
+    with pytest.raises(ValueError, match="row"):
+        task.decode_sequence(np.array([BOS_ID, 42]))
+
+
+# ---- the policy --------------------------------------------------------------------------------------------------
+
+
+def test_the_policy_is_causal_and_never_proposes_pad_bos_or_a_prompt_symbol():
+    model = task.make_policy(seed=0, hidden_size=16)
+    ids = torch.tensor([[BOS_ID, P0, A, B, EOS_ID], [BOS_ID, P2, C, PAD_ID, PAD_ID]])
+    logits = model(ids)
+    assert logits.shape == (2, 5, task.VOCAB_SIZE) and logits.dtype == torch.float32
+    probabilities = torch.softmax(logits, dim=-1)
+    never = [t for t in range(task.VOCAB_SIZE) if t not in task.GENERABLE_TOKEN_IDS]
+    assert torch.all(probabilities[..., never] == 0), "PAD, BOS and prompt symbols must have probability 0"
+    changed = ids.clone()
+    changed[:, 3:] = D
+    assert torch.equal(model(changed)[:, :3], logits[:, :3]), "logits at position t must not read later tokens"
+    with pytest.raises(ValueError, match="input_ids"):
+        model(torch.zeros(2, 3))
+
+
+def test_make_policy_is_seeded_and_leaves_the_global_rng_alone():
+    torch.manual_seed(123)
+    expected_next = torch.rand(1)
+    torch.manual_seed(123)
+    first = task.make_policy(seed=4, hidden_size=8)
+    assert torch.equal(torch.rand(1), expected_next), "make_policy must not consume the global RNG"
+    second = task.make_policy(seed=4, hidden_size=8)
+    other = task.make_policy(seed=5, hidden_size=8)
+    for a, b in zip(first.parameters(), second.parameters()):
+        assert torch.equal(a, b)
+    assert any(not torch.equal(a, c) for a, c in zip(first.parameters(), other.parameters()))
+
+
+def test_exact_response_probability_is_the_product_of_the_three_token_probabilities():
+    model = task.make_policy(seed=1, hidden_size=16)
+    probabilities = task.exact_response_probability(model)
+    assert probabilities.shape == (3,) and probabilities.dtype == np.float64
+    for k in range(3):
+        row = torch.tensor([[BOS_ID, task.PROMPT_TOKEN_IDS[k], *task.CORRECT_RESPONSES[k]]])
+        with torch.no_grad():
+            step = torch.softmax(model(row)[0].double(), dim=-1)
+        expected = math.prod(float(step[1 + i, token]) for i, token in enumerate(task.CORRECT_RESPONSES[k]))
+        assert probabilities[k] == pytest.approx(expected, rel=1e-6)  # float32 logits, batched differently
+
+
+# ---- evaluation with a given sampler ----------------------------------------------------------------------------
+
+
+def scripted_sampler(model, prompt_ids, max_new_tokens, *, deterministic=False, generator=None):
+    """A stand-in for the student's sampler: each row the correct answer, or uniform random tokens and EOS."""
+    rows = []
+    for prompt in torch.as_tensor(prompt_ids).tolist():
+        k = task.PROMPT_TOKEN_IDS.index(prompt[1])
+        if deterministic:
+            response = list(task.CORRECT_RESPONSES[k])
+        else:
+            draws = torch.randint(0, len(task.GENERABLE_TOKEN_IDS), (max_new_tokens,), generator=generator)
+            response = [task.GENERABLE_TOKEN_IDS[int(i)] for i in draws]
+            if EOS_ID in response:
+                response = response[: response.index(EOS_ID) + 1]
+        rows.append(prompt + response + [PAD_ID] * (max_new_tokens - len(response)))
+    return torch.tensor(rows)
+
+
+def test_evaluation_scores_what_the_sampler_returns():
+    model = task.make_policy(seed=0, hidden_size=8)
+    greedy = task.evaluate_policy(model, scripted_sampler, samples_per_prompt=2, deterministic=True)
+    assert greedy["success_rate"] == 1.0 and greedy["mean_reward"] == 1.0
+    np.testing.assert_array_equal(greedy["prompt_classes"], [0, 0, 1, 1, 2, 2])
+    assert isinstance(greedy["input_ids"], np.ndarray) and greedy["input_ids"].shape == (6, 2 + task.MAX_NEW_TOKENS)
+    sampled = task.evaluate_policy(model, scripted_sampler, samples_per_prompt=50, deterministic=False, seed=3)
+    np.testing.assert_array_equal(sampled["rewards"], task.sequence_rewards(sampled["prompt_classes"],
+                                                                             sampled["input_ids"]))
+    assert sampled["mean_reward"] == pytest.approx(sampled["rewards"].mean())
+    assert sampled["success_rate"] == pytest.approx(sampled["success"].mean())
+    np.testing.assert_allclose(sampled["per_prompt_success_rate"], sampled["success"].reshape(3, 50).mean(axis=1))
+    again = task.evaluate_policy(model, scripted_sampler, samples_per_prompt=50, deterministic=False, seed=3)
+    np.testing.assert_array_equal(again["input_ids"], sampled["input_ids"], err_msg="a seed fixes the samples")
+    with pytest.raises(ValueError, match="samples_per_prompt"):
+        task.evaluate_policy(model, scripted_sampler, samples_per_prompt=0)
+
+
+# ---- the loop ----------------------------------------------------------------------------------------------------
+
+
+class ScriptedIteration:
+    """A stand-in for the student's rloo_iteration: records what it was given, takes no step."""
+
+    def __init__(self):
+        self.batches = []
+
+    def __call__(self, model, optimizer, input_ids, prompt_lengths, rewards, group_size, ppo_epochs, clip_epsilon,
+                 reduction):
+        self.batches.append(input_ids.clone())
+        groups = rewards.reshape(-1, group_size)
+        advantages = (groups - (groups.sum(axis=1, keepdims=True) - groups) / (group_size - 1)).reshape(-1)
+        mask = torch.zeros(input_ids.shape[0], input_ids.shape[1] - 1)
+        return frame.IterationResult(advantages, mask, torch.zeros_like(mask), (0.0,) * ppo_epochs)
+
+
+LOOP = dict(iterations=5, group_size=3, ppo_epochs=2, learning_rate=0.01, clip_epsilon=0.2, hidden_size=8,
+            evaluation_samples=2)
+
+
+def test_the_loop_evaluates_first_on_schedule_and_last():
+    iteration = ScriptedIteration()
+    run = frame.run_rloo(0, sample_responses=scripted_sampler, rloo_iteration=iteration, evaluation_every=2, **LOOP)
+    history = run["history"]
+    assert history["iteration"] == [0, 2, 4, 5]
+    assert len(iteration.batches) == 5
+    assert all(len(values) == 4 for values in history.values())
+    assert math.isnan(history["train_mean_reward"][0])
+    assert run["final_evaluation"]["success_rate"] == history["success_rate"][-1]
+    batch = run["first_batch"]
+    assert torch.equal(batch.input_ids, iteration.batches[0])
+    np.testing.assert_array_equal(batch.prompt_classes, [0, 0, 0, 1, 1, 1, 2, 2, 2])
+    np.testing.assert_array_equal(batch.rewards, task.sequence_rewards(batch.prompt_classes, batch.input_ids))
+    assert batch.advantages.dtype == np.float64
+    assert run["config"]["evaluation_every"] == 2
+
+
+def test_how_often_the_loop_evaluates_never_changes_what_it_trains_on():
+    often, rarely = ScriptedIteration(), ScriptedIteration()
+    frame.run_rloo(7, sample_responses=scripted_sampler, rloo_iteration=often, evaluation_every=1, **LOOP)
+    frame.run_rloo(7, sample_responses=scripted_sampler, rloo_iteration=rarely, evaluation_every=5, **LOOP)
+    for a, b in zip(often.batches, rarely.batches):
+        assert torch.equal(a, b), "evaluation must draw from its own generator"
+
+
+def test_the_loop_rejects_bad_configuration():
+    for key, value in [("iterations", -1), ("group_size", 1), ("ppo_epochs", 0), ("learning_rate", 0.0),
+                       ("reduction", "mean"), ("evaluation_every", 0)]:
+        with pytest.raises(ValueError, match=key):
+            frame.run_rloo(0, sample_responses=scripted_sampler, rloo_iteration=ScriptedIteration(),
+                           **{**LOOP, "evaluation_every": 1, key: value})
+
+
+def test_the_profiles():
+    smoke, full = frame.sequence_profile_config("smoke"), frame.sequence_profile_config("full")
+    assert smoke["iterations"] < full["iterations"]
+    smoke["iterations"] = -1
+    assert frame.sequence_profile_config("smoke")["iterations"] > 0, "each call returns a new dict"
+    with pytest.raises(ValueError, match="mode"):
+        frame.sequence_profile_config("quick")
+    run = frame.run_rloo(0, sample_responses=scripted_sampler, rloo_iteration=ScriptedIteration(),
+                         **dict(frame.sequence_profile_config("smoke"), iterations=1))
+    assert run["history"]["iteration"] == [0, 1]
+
+
+# ---- the optimizer and the thread count -------------------------------------------------------------------------
+
+
+@given(seed=st.integers(0, 1000), lr=st.floats(1e-4, 0.1))
+def test_adam_follows_the_textbook_update(seed, lr):
+    generator = torch.Generator().manual_seed(seed)
+    parameter = torch.nn.Parameter(torch.randn(5, generator=generator, dtype=torch.float64))
+    optimizer = frame.Adam([parameter], lr=lr)
+    expected = parameter.detach().clone()
+    first, second = torch.zeros(5, dtype=torch.float64), torch.zeros(5, dtype=torch.float64)
+    for step in range(1, 4):
+        gradient = torch.randn(5, generator=generator, dtype=torch.float64)
+        optimizer.zero_grad()
+        parameter.grad = gradient.clone()
+        optimizer.step()
+        first = 0.9 * first + 0.1 * gradient
+        second = 0.999 * second + 0.001 * gradient**2
+        expected = expected - lr * (first / (1 - 0.9**step)) / ((second / (1 - 0.999**step)).sqrt() + 1e-8)
+        np.testing.assert_allclose(parameter.detach(), expected, rtol=1e-10, atol=1e-12)
+
+
+def test_torch_threads_restores_the_thread_count():
+    before = torch.get_num_threads()
+    with frame.torch_threads(1):
+        assert torch.get_num_threads() == 1
+    assert torch.get_num_threads() == before
