@@ -21,13 +21,13 @@ from typing import Any
 import torch
 from torch import nn
 
-from kata.arrays import ArrayLike, like_inputs
+from kata.arrays import ArrayLike, like_inputs  # noqa: F401 - like_inputs returns what you were given
 from kata.contracts.ppo_cartpole import bootstrap_inputs, flag_inputs, minibatch_inputs, update_inputs
-from kata.networks import action_log_probs
+from kata.networks import action_log_probs  # noqa: F401 - for your update
 from kata.ppo_frame import PPOConfig, RolloutBatch, aggregate_training_runs, profile_config, run_ppo
 from kata.stub import not_implemented
 
-from .clipped_surrogate import (
+from .clipped_surrogate import (  # noqa: F401 - your concept 4 functions, for the update
     active_clip_fraction,
     approximate_kl,
     clipped_policy_loss,
@@ -36,7 +36,7 @@ from .clipped_surrogate import (
     ratio_outside_fraction,
 )
 from .gae import gae_advantages
-from .reinforce import categorical_entropy
+from .reinforce import categorical_entropy  # noqa: F401 - for the update
 
 __all__ = ["gae_masks", "bootstrap_values", "minibatch_indices", "ppo_update", "profile_config", "train_ppo",
            "aggregate_training_runs"]
@@ -95,7 +95,7 @@ def bootstrap_values(values: ArrayLike, final_values: ArrayLike, last_values: Ar
         ...                  np.array([False, False, False]), np.array([False, True, False]))
         array([2., 9., 4.])
     """
-    x = bootstrap_inputs(values, final_values, last_values, terminated, truncated)
+    x = bootstrap_inputs(values, final_values, last_values, terminated, truncated)  # noqa: F841
     # x.values, x.final_values: floating tensors [T] or [T, N]; x.last_values: [] or [N]; x.terminated,
     # x.truncated: bool tensors. Build the result without in-place writes, then
     # return like_inputs(next_values, values, final_values, last_values).

@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 import torch
+from torch import nn
 
 from kata.contracts.ppo_cartpole import update_inputs
 from kata.networks import action_log_probs
+from kata.ppo_frame import RolloutBatch
 from solutions.clipped_surrogate import (
     active_clip_fraction,
     approximate_kl,
     clipped_policy_loss,
     clipped_value_loss,
-    ppo_loss,
     ratio_outside_fraction,
 )
 from solutions.ppo_cartpole import minibatch_indices

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import torch
+from torch import nn
 
 from kata.contracts.ppo_cartpole import update_inputs
 from kata.networks import action_log_probs
+from kata.ppo_frame import RolloutBatch
 from solutions.clipped_surrogate import (
     active_clip_fraction,
     approximate_kl,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from kata.arrays import like_inputs
+from kata.arrays import ArrayLike, like_inputs
 from kata.contracts.ppo_cartpole import flag_inputs
 
 
