@@ -152,9 +152,15 @@ class Grader:
     def _command(self, submission: Path, concepts: Iterable[Concept], report: Path) -> list[str]:
         selection = " or ".join(c.marker for c in concepts)
         marker = f"({selection})" + ("" if self.include_slow else " and not slow")
+        # The repository's ini file and rootdir, named outright: a submission that lives in a clone of the kata
+        # (with its own pyproject.toml) must not become pytest's rootdir. `--impl=PATH` in one word, so pytest
+        # does not take the path for a test argument either.
+        ini = next((self.repository / name for name in ("pytest.ini", "pyproject.toml")
+                    if (self.repository / name).exists()), None)
         return [
-            self.python, "-m", "pytest", str(self.repository / "tests"),
-            "--impl", str(submission), "-m", marker,
+            self.python, "-m", "pytest", str(self.repository / "tests"), f"--rootdir={self.repository}",
+            *([f"--config-file={ini}"] if ini else []),
+            f"--impl={submission}", "-m", marker,
             "-p", "kata.progress", "--kata-report", str(report), "--kata-test-timeout", f"{self.timeout:g}",
             "--timeout", "0",  # pytest-timeout off: its exception is swallowed by Hypothesis (see kata.progress)
             "-q", "--no-header", "-p", "no:cacheprovider",

@@ -301,6 +301,9 @@ def test_a_batch_of_broken_submissions_is_graded_concept_by_concept(tmp_path):
         submission(subs, "half_right", {**MINI_SOLUTIONS, "baselines.py": HALF_RIGHT_BASELINES}),
         str(subs / "not_there"),
     ]
+    # Submissions in a folder with its own pytest configuration (a clone of the kata, say): the grader's
+    # repository configures pytest, whatever pytest would find above the submissions.
+    (tmp_path / "pyproject.toml").write_text('[tool.pytest.ini_options]\naddopts = "--no-such-option"\n')
     grader = grade.Grader(concepts=MINI_CONCEPTS, timeout=1.0, watchdog=60.0, repository=repository)
     results = {Path(r.submission).name: r for r in grade.grade_all(submissions, grader, jobs=2)}
     statuses = {name: {c: r.status for c, r in result.concepts.items()} for name, result in results.items()}
