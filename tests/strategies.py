@@ -266,27 +266,28 @@ def sequence_batches(draw, max_rows: int = 5, max_prompt_length: int = 3, max_re
 
     Returns ``input_ids`` (int64 ``[B, T]``), ``prompt_lengths`` (int64 ``[B]``) and ``response_lengths`` (int64
     ``[B]``: response tokens, EOS included, so the response's label columns are ``P - 1 .. P - 2 + n``). Every row
-    has at least one response token; some end with EOS, some are cut without one; padding lengths differ.
+    has at least one response token; some end with EOS, some are cut without one; padding lengths differ. The
+    lengths are drawn (and shrunk) by Hypothesis; which symbols fill them comes from one drawn seed, which keeps
+    each example cheap to generate.
     """
     from kata.sequence_task import ANSWER_TOKEN_IDS, BOS_ID, EOS_ID, PAD_ID, PROMPT_TOKEN_IDS
 
     rows = draw(st.integers(1, max_rows))
-    prompts, responses = [], []
-    for _ in range(rows):
-        prompt_length = draw(st.integers(1, max_prompt_length))
-        prompts.append([BOS_ID] + draw(st.lists(st.sampled_from(PROMPT_TOKEN_IDS), min_size=prompt_length - 1,
-                                                max_size=prompt_length - 1)))
-        symbols = draw(st.lists(st.sampled_from(ANSWER_TOKEN_IDS), min_size=0, max_size=max_response_length - 1))
-        ended = draw(st.booleans()) or not symbols
-        responses.append(symbols + ([EOS_ID] if ended else []))
-    width = max(len(p) + len(r) for p, r in zip(prompts, responses)) + draw(st.integers(0, 2))
+    prompt_lengths = np.array(draw(st.lists(st.integers(1, max_prompt_length), min_size=rows, max_size=rows)))
+    symbols = np.array(draw(st.lists(st.integers(0, max_response_length - 1), min_size=rows, max_size=rows)))
+    ended = np.array(draw(st.lists(st.booleans(), min_size=rows, max_size=rows))) | (symbols == 0)
+    response_lengths = symbols + ended
+    width = int((prompt_lengths + response_lengths).max()) + draw(st.integers(0, 2))
+    rng = np.random.default_rng(draw(st.integers(0, 2**16)))
     input_ids = np.full((rows, width), PAD_ID, dtype=np.int64)
-    for i, (prompt, response) in enumerate(zip(prompts, responses)):
+    for i in range(rows):
+        prompt = [BOS_ID, *rng.choice(PROMPT_TOKEN_IDS, size=prompt_lengths[i] - 1)]
+        response = [*rng.choice(ANSWER_TOKEN_IDS, size=symbols[i])] + ([EOS_ID] if ended[i] else [])
         input_ids[i, : len(prompt) + len(response)] = prompt + response
     return dict(
         input_ids=input_ids,
-        prompt_lengths=np.array([len(p) for p in prompts], dtype=np.int64),
-        response_lengths=np.array([len(r) for r in responses], dtype=np.int64),
+        prompt_lengths=prompt_lengths.astype(np.int64),
+        response_lengths=response_lengths.astype(np.int64),
     )
 
 
