@@ -26,6 +26,7 @@ from kata.contracts.ppo_cartpole import bootstrap_inputs, flag_inputs, minibatch
 from kata.networks import action_log_probs  # noqa: F401 - for your update
 from kata.ppo_frame import PPOConfig, RolloutBatch, aggregate_training_runs, profile_config, run_ppo
 from kata.stub import not_implemented
+from kata.optim import Optimizer
 
 from .clipped_surrogate import (  # noqa: F401 - your concept 4 functions, for the update
     active_clip_fraction,
@@ -125,7 +126,7 @@ def minibatch_indices(batch_size: int, minibatch_size: int, generator: torch.Gen
 def ppo_update(
     actor: nn.Module,
     critic: nn.Module,
-    optimizer: torch.optim.Optimizer,
+    optimizer: Optimizer,
     batch: RolloutBatch,
     *,
     epochs: int,

@@ -25,6 +25,7 @@ from kata.arrays import ArrayLike, like_inputs
 from kata.contracts.ppo_cartpole import bootstrap_inputs, flag_inputs, minibatch_inputs, update_inputs
 from kata.networks import action_log_probs
 from kata.ppo_frame import PPOConfig, RolloutBatch, aggregate_training_runs, profile_config, run_ppo
+from kata.optim import Optimizer
 
 from .clipped_surrogate import (
     active_clip_fraction,
@@ -123,7 +124,7 @@ def minibatch_indices(batch_size: int, minibatch_size: int, generator: torch.Gen
 def ppo_update(
     actor: nn.Module,
     critic: nn.Module,
-    optimizer: torch.optim.Optimizer,
+    optimizer: Optimizer,
     batch: RolloutBatch,
     *,
     epochs: int,

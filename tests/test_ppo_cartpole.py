@@ -17,6 +17,7 @@ import torch
 from hypothesis import given
 
 from kata.networks import Actor, Critic, action_log_probs
+from kata.optim import SGD, Adam
 from kata.ppo_frame import RolloutBatch, late_evaluation_minimum, profile_config
 from tests.strategies import bootstrap_cases, minibatch_layouts, rollout_flags
 
@@ -165,17 +166,17 @@ class SpyActor(torch.nn.Module):
         return self.actor(observations)
 
 
-class SpySGD(torch.optim.SGD):
+class SpySGD(SGD):
     """Records the total gradient norm each step is asked to apply."""
 
     def __init__(self, params, lr):
         super().__init__(params, lr=lr)
         self.norms: list[float] = []
 
-    def step(self, closure=None):
+    def step(self):
         grads = [p.grad for group in self.param_groups for p in group["params"] if p.grad is not None]
         self.norms.append(float(torch.linalg.vector_norm(torch.stack([torch.linalg.vector_norm(g) for g in grads]))))
-        return super().step(closure)
+        return super().step()
 
 
 def test_every_sample_once_per_epoch_inside_the_update(impl):
@@ -185,7 +186,7 @@ def test_every_sample_once_per_epoch_inside_the_update(impl):
     observations[:, 0] = torch.arange(size, dtype=torch.float32)
     batch = make_batch(actor, critic, size, observations=observations)
     spy = SpyActor(actor)
-    optimizer = torch.optim.Adam([*actor.parameters(), *critic.parameters()], lr=1e-3)
+    optimizer = Adam([*actor.parameters(), *critic.parameters()], lr=1e-3)
     impl.ppo_update(spy, critic, optimizer, batch, generator=torch.Generator().manual_seed(0),
                     **{**UPDATE, "epochs": epochs, "minibatch_size": minibatch})
     per_epoch = math.ceil(size / minibatch)
@@ -200,7 +201,7 @@ def test_old_log_probs_and_values_stay_frozen(impl):
     actor, critic = networks(1)
     batch = make_batch(actor, critic, 32, seed=1)
     saved = RolloutBatch(*(t.clone() for t in batch))
-    optimizer = torch.optim.Adam([*actor.parameters(), *critic.parameters()], lr=3e-2)
+    optimizer = Adam([*actor.parameters(), *critic.parameters()], lr=3e-2)
     diagnostics = impl.ppo_update(actor, critic, optimizer, batch, generator=torch.Generator().manual_seed(1),
                                   **{**UPDATE, "epochs": 4})
     for name, before, after in zip(RolloutBatch._fields, saved, batch):
@@ -216,7 +217,7 @@ def test_the_clip_stops_the_policy_where_the_ratio_leaves_the_interval(impl):
     size, epsilon = 16, 0.2
     batch = make_batch(actor, critic, size, observations=torch.full((size, 4), 0.1),
                        actions=torch.ones(size, dtype=torch.long), advantages=torch.ones(size))
-    optimizer = torch.optim.SGD(actor.parameters(), lr=0.5)
+    optimizer = SGD(actor.parameters(), lr=0.5)
     critic_optimizer_free = dict(UPDATE, epochs=60, minibatch_size=size, clip_epsilon=epsilon,
                                  max_grad_norm=1e6, value_coefficient=0.0)
     impl.ppo_update(actor, critic, optimizer, batch, normalize_advantages=False,
@@ -255,7 +256,7 @@ def test_the_entropy_bonus_raises_entropy(impl):
             return float(-(log_p.exp() * log_p).sum(-1).mean())
 
     before = entropy()
-    optimizer = torch.optim.SGD(actor.parameters(), lr=0.1)
+    optimizer = SGD(actor.parameters(), lr=0.1)
     impl.ppo_update(actor, critic, optimizer, batch, generator=torch.Generator().manual_seed(4),
                     **{**UPDATE, "entropy_coefficient": 0.5, "value_coefficient": 0.0, "max_grad_norm": 10.0})
     assert entropy() > before + 1e-3, (
@@ -266,7 +267,7 @@ def test_the_entropy_bonus_raises_entropy(impl):
 def test_diagnostics_are_in_range(impl):
     actor, critic = networks(5)
     batch = make_batch(actor, critic, 40, seed=5)
-    optimizer = torch.optim.Adam([*actor.parameters(), *critic.parameters()], lr=5e-2)
+    optimizer = Adam([*actor.parameters(), *critic.parameters()], lr=5e-2)
     d = impl.ppo_update(actor, critic, optimizer, batch, generator=torch.Generator().manual_seed(5), **UPDATE)
     for key in ("policy_loss", "value_loss", "entropy", "approx_kl", "active_clip_fraction",
                 "ratio_outside_fraction", "grad_norm", "epochs_completed"):
@@ -281,7 +282,7 @@ def test_diagnostics_are_in_range(impl):
 def test_target_kl_stops_early(impl):
     actor, critic = networks(6)
     batch = make_batch(actor, critic, 40, seed=6)
-    optimizer = torch.optim.Adam([*actor.parameters(), *critic.parameters()], lr=5e-2)
+    optimizer = Adam([*actor.parameters(), *critic.parameters()], lr=5e-2)
     d = impl.ppo_update(actor, critic, optimizer, batch, generator=torch.Generator().manual_seed(6),
                         **{**UPDATE, "epochs": 10}, target_kl=1e-9)
     assert d["epochs_completed"] == 1, "an epoch whose approximate KL exceeds target_kl must be the last"

@@ -8,6 +8,7 @@ from torch import nn
 from kata.contracts.ppo_cartpole import update_inputs
 from kata.networks import action_log_probs
 from kata.ppo_frame import RolloutBatch
+from kata.optim import Optimizer
 from solutions.clipped_surrogate import (
     active_clip_fraction,
     approximate_kl,
@@ -23,7 +24,7 @@ from solutions.reinforce import categorical_entropy
 def ppo_update(
     actor: nn.Module,
     critic: nn.Module,
-    optimizer: torch.optim.Optimizer,
+    optimizer: Optimizer,
     batch: RolloutBatch,
     *,
     epochs: int,
