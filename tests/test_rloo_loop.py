@@ -25,7 +25,6 @@ from kata.sequence_task import (
     PAD_ID,
     PROMPT_TOKEN_IDS,
     VOCAB_SIZE,
-    SequencePolicy,
     make_policy,
     sequence_rewards,
 )
