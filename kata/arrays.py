@@ -44,7 +44,8 @@ def as_tensor(value: ArrayLike, name: str, *, dtype: torch.dtype | None = None) 
             raise ValueError(f"{name} must be an array of numbers; got dtype {array.dtype}")
         if isinstance(value, (list, tuple)) and np.issubdtype(array.dtype, np.floating):
             array = array.astype(np.float64)
-        tensor = torch.from_numpy(np.ascontiguousarray(array))
+        # torch.from_numpy needs C order; np.ascontiguousarray would also turn a 0-d array into shape (1,).
+        tensor = torch.from_numpy(array if array.flags.c_contiguous else np.array(array, order="C"))
     if dtype is not None and tensor.dtype != dtype:
         tensor = tensor.to(dtype)
     return tensor
