@@ -6,7 +6,7 @@
     kata check [gae] [--slow]       run one concept's tests on exercises/ (default: the next unfinished one)
     kata watch [gae]                check again whenever a file in exercises/ changes
     kata grade [SUBMISSION ...]     grade folders laid out like exercises/ with the reference's tests
-    kata lab                        run the lab (kata.lab)
+    kata lab [--impl exercises]     run the lab end to end (kata.lab), on the reference by default
     kata mistakes [CONCEPT ...]     prove every catalogued mistake is caught (kata.mistakes)
     kata selfcheck                  prove every stub fails its tests (kata.selfcheck)
 
@@ -224,7 +224,7 @@ def cmd_grade(args: argparse.Namespace) -> int:
 def cmd_lab(args: argparse.Namespace) -> int:
     from kata.lab import main as lab_main
 
-    outcome = lab_main(profile=args.profile, impl=args.impl, out=args.out)
+    outcome = lab_main(profile=args.profile, impl=args.impl, out=args.out, jobs=args.jobs)
     return outcome if isinstance(outcome, int) else 0
 
 
@@ -315,14 +315,18 @@ def build_parser() -> argparse.ArgumentParser:
                    default=None, metavar="NAME,NAME", help="grade these concepts only (default: all eight)")
     p.set_defaults(handler=cmd_grade)
 
-    p = sub.add_parser("lab", help="run the lab end to end and write its figures",
-                       description="Run the lab notebook's experiments on an implementation and write the "
-                       "numbers and plots to --out.")
+    p = sub.add_parser("lab", help="run the lab end to end: figures, report.md and results.json",
+                       description="Run the lab notebook's whole route (baseline simulation, GAE example, PPO on "
+                       "CartPole, token objectives, the RLOO run) on an implementation, and write its figures, "
+                       "report.md and results.json. A stub not implemented yet skips its section with one line.")
     p.add_argument("--profile", choices=("smoke", "full"), default="smoke",
-                   help="smoke: a quick run (default); full: every seed, as in the notebook")
-    p.add_argument("--impl", default="exercises", metavar="exercises|solutions|PATH",
-                   help="implementation to run (default exercises)")
-    p.add_argument("--out", default="lab-output", metavar="DIR", help="where to write (default lab-output)")
+                   help="smoke: the quick end-to-end run (default); full: every seed and longer runs")
+    p.add_argument("--impl", default="solutions", metavar="exercises|solutions|PATH",
+                   help="implementation to run (default solutions, the reference; exercises runs your code)")
+    p.add_argument("--out", default=None, metavar="DIR",
+                   help="output folder (default: a fresh lab-output/<timestamp>)")
+    p.add_argument("--jobs", type=positive_int, default=None, metavar="N",
+                   help="worker processes for the training runs (default: one per core; 1: in-process)")
     p.set_defaults(handler=cmd_lab)
 
     for command, (_, text) in DELEGATED.items():

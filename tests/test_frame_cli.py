@@ -101,6 +101,17 @@ def option(command: list[str], flag: str) -> str:
     return command[max(i for i, part in enumerate(command) if part == flag) + 1]
 
 
+def test_lab_hands_its_options_to_the_lab(monkeypatch):
+    import kata.lab
+
+    seen = []
+    monkeypatch.setattr(kata.lab, "main", lambda **options: seen.append(options) or 0)
+    assert cli.main(["lab"]) == 0
+    assert cli.main(["lab", "--profile", "full", "--impl", "exercises", "--out", "x", "--jobs", "1"]) == 0
+    assert seen == [dict(profile="smoke", impl="solutions", out=None, jobs=None),
+                    dict(profile="full", impl="exercises", out="x", jobs=1)]
+
+
 def test_check_leaves_slow_tests_out_unless_asked():
     quick = cli._pytest_command(concept("gae"), slow=False)
     assert option(quick, "-m") == "gae and not slow"
