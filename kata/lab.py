@@ -121,7 +121,7 @@ def guarded(function: Callable[..., Any], *args: Any) -> Outcome:
         return Outcome(error=_error_text(error))
     except ImplementationImportError as error:
         return Outcome(skipped=str(error))
-    except Exception as error:  # a student's bug must not stop the other sections
+    except Exception as error:  # noqa: BLE001 - a student's bug must not stop the other sections
         return Outcome(error=_error_text(error))
 
 
@@ -293,7 +293,7 @@ class Runner:
 def _future_outcome(future: Future[Outcome]) -> Outcome:
     try:
         return future.result()
-    except Exception as error:  # the worker died (killed, out of memory) or its result did not pickle
+    except Exception as error:  # noqa: BLE001 - the worker died (killed, out of memory) or its result did not pickle
         return Outcome(error=_error_text(error))
 
 
@@ -595,10 +595,10 @@ def _ppo(run: LabRun, impl: Any, record: dict[str, Any], handles: Sequence[Calla
 
 
 class _NoBar:
-    def __enter__(self) -> _NoBar:
+    def __enter__(self) -> _NoBar:  # noqa: PYI034 - a private stand-in, never subclassed
         return self
 
-    def __exit__(self, *_: Any) -> None:
+    def __exit__(self, *_: object) -> None:
         return None
 
     def update(self, _: int) -> None:
@@ -649,7 +649,7 @@ def _masks(run: LabRun, impl: Any, record: dict[str, Any]) -> None:
     outcome = guarded(lambda: impl.masked_token_ppo_terms(new, old, advantages, mask, clip_epsilon=e["clip_epsilon"]))
     if not _settle(run, record, "masks", outcome):
         return
-    ratio, unclipped, clipped, pessimistic = (_as_numpy(part).astype(np.float64) for part in outcome.value)
+    ratio, _, _, pessimistic = (_as_numpy(part).astype(np.float64) for part in outcome.value)
     results.update(ratio=np.round(ratio, 4), pessimistic=np.round(pessimistic, 6))
     run.say(f"    local ratios: {np.round(ratio, 4).tolist()}")
     outcome = guarded(lambda: (impl.sequence_log_probability_ratio(new, old, mask),
@@ -722,10 +722,10 @@ def render_report(data: Mapping[str, Any]) -> str:
         f"{lab['wall_seconds']:.1f} s end to end, training runs "
         + ("in this process." if lab["jobs"] == 1 else f"in {lab['jobs']} worker processes."),
         "",
-        f"Machine: {machine['platform']}, {machine['cores_available']} cores available, Python {machine['python']}, "
+        (f"Machine: {machine['platform']}, {machine['cores_available']} cores available, Python {machine['python']}, "
         f"torch {machine['torch']}, NumPy {machine['numpy']}; load average (1, 5, 15 min) "
         f"{machine['load_average_at_start']} at the start, {machine.get('load_average_at_end')} at the end. "
-        "Wall times depend on what else the machine runs; every other number is fixed by the seeds.",
+        "Wall times depend on what else the machine runs; every other number is fixed by the seeds."),
         "",
         "| section | status | seconds |",
         "|---|---|---|",
@@ -739,9 +739,8 @@ def render_report(data: Mapping[str, Any]) -> str:
         if record is None:
             continue
         lines += [f"## {record['title']}", ""]
-        if record["status"] == "ran" or key in data:
-            if key in data:
-                lines += render(data[key])
+        if key in data:  # a section skipped or failed half-way keeps what it computed
+            lines += render(data[key])
         if record["status"] != "ran":
             lines += [f"**{record['status']}**:", "", "```", record["message"] or "", "```", ""]
         for name in record["figures"]:
@@ -756,10 +755,10 @@ def render_report(data: Mapping[str, Any]) -> str:
     lines += [
         "## What this run establishes, and what it does not",
         "",
-        "A run in which every section ran and every check held shows that the pieces agree with each other: the "
+        ("A run in which every section ran and every check held shows that the pieces agree with each other: the "
         "estimators, the masks, the clipped objective and the loops fit together, and reward moves the policies "
         "where it should. It is one protocol on two toy tasks with a handful of seeds: it says nothing about how "
-        "PPO or RLOO behave at scale, on language models, or against other methods under an equal budget.",
+        "PPO or RLOO behave at scale, on language models, or against other methods under an equal budget."),
         "",
     ]
     return "\n".join(lines)
@@ -768,9 +767,9 @@ def render_report(data: Mapping[str, Any]) -> str:
 def _report_baselines(d: Mapping[str, Any]) -> list[str]:
     r = d["result"]
     lines = [
-        f"{d['groups']:,} simulated groups of G = {d['group_size']} (seed {d['seed']}). Each group's estimate is the "
+        (f"{d['groups']:,} simulated groups of G = {d['group_size']} (seed {d['seed']}). Each group's estimate is the "
         "average of score × advantage; its true value is the gradient below. The same-group mean includes each "
-        "sample in its own baseline, which scales the expected estimate by (G-1)/G; leave-one-out (RLOO) does not.",
+        "sample in its own baseline, which scales the expected estimate by (G-1)/G; leave-one-out (RLOO) does not."),
         "",
         "| quantity | value |",
         "|---|---|",
@@ -783,26 +782,26 @@ def _report_baselines(d: Mapping[str, Any]) -> list[str]:
 def _report_gae(d: Mapping[str, Any]) -> list[str]:
     e = d["inputs"]
     return [
-        "Record 0 is cut by the rollout buffer, not by the task: it bootstraps from V(next state) = "
-        f"{e['next_values'][0]:g}, and its recursion stops at the cut. Record 1 is a true terminal.",
+        ("Record 0 is cut by the rollout buffer, not by the task: it bootstraps from V(next state) = "
+        f"{e['next_values'][0]:g}, and its recursion stops at the cut. Record 1 is a true terminal."),
         "",
-        f"rewards {e['rewards']}, values {e['values']}, next_values {e['next_values']}, terminated "
-        f"{e['terminated']}, trace_cuts {e['trace_cuts']}, γ = {e['gamma']}, λ = {e['gae_lambda']}.",
+        (f"rewards {e['rewards']}, values {e['values']}, next_values {e['next_values']}, terminated "
+        f"{e['terminated']}, trace_cuts {e['trace_cuts']}, γ = {e['gamma']}, λ = {e['gae_lambda']}."),
         "",
-        f"Advantages: {[_fmt(a, 6) for a in d['advantages']]} (expected {d['expected']}); the first record's value "
-        f"target is {_fmt(d['first_record_target'], 6)}.",
+        (f"Advantages: {[_fmt(a, 6) for a in d['advantages']]} (expected {d['expected']}); the first record's value "
+        f"target is {_fmt(d['first_record_target'], 6)}."),
         "",
     ]
 
 
 def _report_ppo(d: Mapping[str, Any]) -> list[str]:
     lines = [
-        f"Seeds {d['seeds']}, profile config with overrides {d['config_overrides'] or 'none'}. Greedy evaluation "
+        (f"Seeds {d['seeds']}, profile config with overrides {d['config_overrides'] or 'none'}. Greedy evaluation "
         f"return after the last update (ceiling 500; solved at ≥ {SOLVED_RETURN:g}): {d['solved_seeds']} of "
-        f"{len(d['seeds'])} seeds solved.",
+        f"{len(d['seeds'])} seeds solved."),
         "",
-        "| seed | final greedy return | environment steps | first steps at ≥ 475 | lowest return, last fifth "
-        "| wall s |",
+        ("| seed | final greedy return | environment steps | first steps at ≥ 475 | lowest return, last fifth "
+        "| wall s |"),
         "|---|---|---|---|---|---|",
     ]
     for r in d["runs"]:
@@ -812,10 +811,10 @@ def _report_ppo(d: Mapping[str, Any]) -> list[str]:
             f"{_fmt(r['lowest_evaluation_in_last_fifth'], 2)} | {r['wall_seconds']:.1f} |")
     lines += [
         "",
-        f"Training: {d['training_seconds_summed']:.1f} s summed over the seeds; the lab waited "
+        (f"Training: {d['training_seconds_summed']:.1f} s summed over the seeds; the lab waited "
         f"{d['training_wait_seconds']:.1f} s for them. The curves show the median and interquartile range over the "
         "seeds of a deterministic evaluation every few updates; the diagnostics are batch-local measurements of "
-        f"the first seed ({d['diagnostics']['seed']}), not thresholds.",
+        f"the first seed ({d['diagnostics']['seed']}), not thresholds."),
         "",
     ]
     return lines
@@ -824,11 +823,11 @@ def _report_ppo(d: Mapping[str, Any]) -> list[str]:
 def _report_masks(d: Mapping[str, Any]) -> list[str]:
     e = d["inputs"]
     lines = [
-        "The seed's two rows (BOS, prompt, response, EOS, padding) with extreme log-probabilities in the prompt and "
-        "padding columns: a correct mask removes them entirely.",
+        ("The seed's two rows (BOS, prompt, response, EOS, padding) with extreme log-probabilities in the prompt and "
+        "padding columns: a correct mask removes them entirely."),
         "",
-        f"input_ids {e['input_ids']}, prompt lengths {e['prompt_lengths']}, pad {e['pad_token_id']}, EOS "
-        f"{e['eos_token_id']} (included).",
+        (f"input_ids {e['input_ids']}, prompt lengths {e['prompt_lengths']}, pad {e['pad_token_id']}, EOS "
+        f"{e['eos_token_id']} (included)."),
         "",
         f"- response mask, aligned with `input_ids[:, 1:]`: {d['mask']}",
     ]
@@ -851,9 +850,9 @@ def _report_rloo(d: Mapping[str, Any]) -> list[str]:
     rewards = history.get("evaluation_mean_reward") or [None]
     successes = history.get("success_rate") or [None]
     lines = [
-        f"Seed {d['seed']}, profile {d['config']}; {d['wall_seconds']:.1f} s. Evaluation reward "
+        (f"Seed {d['seed']}, profile {d['config']}; {d['wall_seconds']:.1f} s. Evaluation reward "
         f"{_fmt(rewards[0], 3)} before training, {_fmt(d['final_mean_reward'], 3)} after; exact-response success "
-        f"{_fmt(successes[0], 3)} before, {_fmt(d['final_success_rate'], 3)} after.",
+        f"{_fmt(successes[0], 3)} before, {_fmt(d['final_success_rate'], 3)} after."),
         "",
         "First rows of the initial rollout (reward from the verifier, RLOO advantage, response mask):",
         "",
@@ -861,8 +860,8 @@ def _report_rloo(d: Mapping[str, Any]) -> list[str]:
     ]
     lines += [f"prompt={r['prompt']} | {r['text']} | reward={r['reward']:.2f} | advantage={r['advantage']:+.3f} | "
               f"mask={r['mask']}" for r in d["first_rows"]]
-    lines += ["```", "", f"Per-prompt sums of the first rollout's RLOO advantages: "
-              f"{[_fmt(s, 12) for s in d['group_advantage_sums']]}.", "", "Greedy responses after training:", "",
+    lines += ["```", "", (f"Per-prompt sums of the first rollout's RLOO advantages: "
+              f"{[_fmt(s, 12) for s in d['group_advantage_sums']]}."), "", "Greedy responses after training:", "",
               "```"]
     lines += [f"prompt={r['prompt']} | {r['text']} | reward={r['reward']:.2f}" for r in d["greedy"]]
     lines += ["```", ""]

@@ -62,7 +62,7 @@ def baseline_spread(result: Mapping[str, float], group_size: int) -> Figure:
         ax.annotate(f"std {std:.3f}\nmean {mean:.3f}", (bar.get_x() + bar.get_width() / 2, bar.get_height()),
                     xytext=(0, 3), textcoords="offset points", ha="center", va="bottom", fontsize=9)
     ax.set_ylim(0, max(stds) * 1.3)
-    ax.set_xlabel("advantage estimator (groups of G = %d)" % group_size)
+    ax.set_xlabel(f"advantage estimator (groups of G = {group_size})")
     ax.set_ylabel("std of group gradient estimates")
     ax.set_title("A baseline changes the spread; the same-group mean also shrinks the scale")
     ax.grid(axis="y", alpha=0.25)
@@ -72,7 +72,7 @@ def baseline_spread(result: Mapping[str, float], group_size: int) -> Figure:
             f"(G-1)/G predicted {result['predicted_scale']:.4f}\n"
             f"same-group scale observed {result['observed_scale']:.4f}",
             transform=ax.transAxes, ha="right", va="top", fontsize=9,
-            bbox=dict(boxstyle="round", facecolor="white", alpha=0.9, edgecolor="0.7"))
+            bbox={"boxstyle": "round", "facecolor": "white", "alpha": 0.9, "edgecolor": "0.7"})
     return figure
 
 
