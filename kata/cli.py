@@ -198,8 +198,8 @@ def cmd_grade(args: argparse.Namespace) -> int:
 
     def progress(result: grade.SubmissionResult) -> None:
         done[0] += 1
-        print(f"[{done[0]}/{len(submissions)}] {result.submission}: {grade._number(result.total)} of "
-              f"{grade._number(result.max_total)}", file=sys.stderr, flush=True)
+        print(f"[{done[0]}/{len(submissions)}] {result.submission}: {grade.format_points(result.total)} of "
+              f"{grade.format_points(result.max_total)}", file=sys.stderr, flush=True)
 
     results: list[grade.SubmissionResult] = []
     code = 0

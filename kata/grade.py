@@ -14,11 +14,13 @@ Robustness, in layers:
 
 1. The plugin :mod:`kata.progress` fails a test that outlives ``timeout`` seconds (an exception Hypothesis cannot
    swallow) and fails the rest of that concept at once, so one hanging concept costs one timeout.
-2. A watchdog kills the whole subprocess (its process group) after ``watchdog`` seconds, for code that hangs where
+2. A test that cannot even be set up (the submission's own ``__init__.py`` fails) is an ``error`` once every test
+   of the concept failed that way.
+3. A watchdog kills the whole subprocess (its process group) after ``watchdog`` seconds, for code that hangs where
    no signal reaches (inside a C extension) or that kills its own interpreter. The plugin's report, rewritten after
    every test, names the test that was running: its concept gets ``timeout`` (or ``error`` if the process died)
    and the concepts not finished yet are graded again in a fresh subprocess, until every concept has a result.
-3. Anything else that goes wrong with one submission becomes ``error`` for its concepts; the batch goes on, and
+4. Anything else that goes wrong with one submission becomes ``error`` for its concepts; the batch goes on, and
    the reports are always written.
 
 Grading does not sandbox anything: submitted code runs with the grader's rights (files, network, processes).
@@ -101,7 +103,7 @@ def concept_result(concept: Concept, summary: dict[str, Any] | None) -> ConceptR
     message = summary.get("message", "")
     if summary.get("timeout"):
         return ConceptResult(0.0, max_points, passed, failed, "timeout", message)
-    if summary.get("import_error"):
+    if summary.get("import_error") or summary.get("setup_error", 0) >= summary["collected"]:
         return ConceptResult(0.0, max_points, passed, failed, "error", message)
     if passed + failed == 0:
         return ConceptResult(0.0, max_points, 0, 0, "error", f"every {concept.name} test was skipped")
@@ -321,7 +323,10 @@ def grade_all(
             return
         results[index] = result
         if on_result is not None:
-            on_result(result)
+            try:
+                on_result(result)
+            except Exception:  # a progress line that cannot be printed must not lose a result
+                pass
 
     interrupted: BaseException | None = None
     futures = []
@@ -372,8 +377,10 @@ def to_csv(results: Sequence[SubmissionResult], concepts: Sequence[Concept] = CO
     writer = csv.writer(stream, lineterminator="\n")
     writer.writerow(["submission", *(c.name for c in concepts), "total", "max_total"])
     for result in results:
-        cells = [_number(result.concepts[c.name].points) if c.name in result.concepts else "" for c in concepts]
-        writer.writerow([result.submission, *cells, _number(result.total), _number(result.max_total)])
+        cells = [format_points(result.concepts[c.name].points) if c.name in result.concepts else ""
+                 for c in concepts]
+        writer.writerow([result.submission, *cells, format_points(result.total),
+                         format_points(result.max_total)])
     return stream.getvalue()
 
 
@@ -390,7 +397,7 @@ def to_gradescope(result: SubmissionResult, concepts: Sequence[Concept] = CONCEP
         output += f"\nread {concept.guide_section}; run `kata check {concept.name}` to see every failure"
         tests.append({"name": f"{concept.number}. {concept.name}: {concept.title}", "score": r.points,
                       "max_score": r.max_points, "output": output})
-    return {"score": result.total, "max_score": result.max_total, "tests": tests}
+    return {"score": result.total, "tests": tests}
 
 
 def markdown(results: Sequence[SubmissionResult], concepts: Sequence[Concept] = CONCEPTS) -> str:
@@ -402,10 +409,10 @@ def markdown(results: Sequence[SubmissionResult], concepts: Sequence[Concept] = 
         cells = []
         for name in names:
             r = result.concepts.get(name)
-            cells.append("" if r is None else f"{_number(r.points)}/{_number(r.max_points)}"
+            cells.append("" if r is None else f"{format_points(r.points)}/{format_points(r.max_points)}"
                          + ("" if r.status == "passed" else f" {r.status}"))
         lines.append(f"| {_cell(result.submission)} | " + " | ".join(cells)
-                     + f" | {_number(result.total)}/{_number(result.max_total)} |")
+                     + f" | {format_points(result.total)}/{format_points(result.max_total)} |")
     for result in results:
         problems = [(name, r) for name, r in result.concepts.items() if r.status != "passed"]
         if not problems:
@@ -417,7 +424,7 @@ def markdown(results: Sequence[SubmissionResult], concepts: Sequence[Concept] = 
     return "\n".join(lines) + "\n"
 
 
-def _number(value: float) -> str:
+def format_points(value: float) -> str:
     return f"{value:.2f}".rstrip("0").rstrip(".")
 
 

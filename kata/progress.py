@@ -7,7 +7,7 @@ Registered by the repository's ``conftest.py``. It does three things:
   the fingerprint of the files they depend on (:func:`kata.status.fingerprint`). ``--kata-no-progress`` turns it
   off.
 - **Report** (``--kata-report FILE``, used by ``kata grade``): per concept, tests collected, passed, failed,
-  skipped, timed out or unable to import the module, and the first failure's message; rewritten after every test
+  skipped, timed out, unable to import the module or to be set up at all, and the first failure's message; rewritten after every test
   with the test in progress, so a grader that has to kill a hung run still knows what finished and what hung.
 - **Per-test deadline** (``--kata-test-timeout SECONDS``, used by ``kata grade``): a test that runs longer fails
   with :class:`TestTimeout`, and the remaining tests of its concept fail at once without running. The deadline
@@ -41,6 +41,7 @@ MESSAGE_LIMIT = 300
 KIND_FAILED = "failed"
 KIND_NOT_IMPLEMENTED = "not_implemented"
 KIND_IMPORT_ERROR = "import_error"
+KIND_SETUP_ERROR = "setup_error"  # the test could not be set up (the submission's package itself does not load)
 KIND_TIMEOUT = "timeout"
 
 
@@ -205,6 +206,8 @@ class Recorder:
         report = yield
         if call.excinfo is not None and report.failed:
             kind, message = classify(call.excinfo.value)
+            if kind == KIND_FAILED and call.when == "setup":
+                kind = KIND_SETUP_ERROR
             report.kata_kind, report.kata_message = kind, message  # type: ignore[attr-defined]
         return report
 
@@ -244,7 +247,8 @@ class Recorder:
         summary: dict[str, dict[str, Any]] = {}
         for node, concept in self.selected.items():
             entry = summary.setdefault(concept, dict(collected=0, passed=0, failed=0, skipped=0, timeout=0,
-                                                     import_error=0, not_implemented=0, message="", kind=""))
+                                                     import_error=0, setup_error=0, not_implemented=0, message="",
+                                                     kind=""))
             entry["collected"] += 1
             outcome = self.outcomes.get(node)
             if outcome is None or outcome.outcome is None:
@@ -252,7 +256,7 @@ class Recorder:
             entry[outcome.outcome] += 1
             if outcome.outcome == "failed":
                 kind = self.kinds.get(node, KIND_FAILED)
-                if kind in (KIND_TIMEOUT, KIND_IMPORT_ERROR, KIND_NOT_IMPLEMENTED):
+                if kind in (KIND_TIMEOUT, KIND_IMPORT_ERROR, KIND_SETUP_ERROR, KIND_NOT_IMPLEMENTED):
                     entry[kind] += 1
                 if not entry["message"]:
                     entry["message"], entry["kind"] = outcome.message, kind

@@ -178,7 +178,7 @@ def submission(root: Path, name: str, base: dict[str, str], overlay: str | None 
     """A submission folder: ``base`` modules, with the broken modules of fixtures/submissions/<overlay> over them."""
     folder = write_modules(root / name, base)
     if overlay is not None:
-        for module in (FIXTURES / overlay).glob("*.py"):
+        for module in (FIXTURES / overlay).glob("*.py"):  # concept modules, or a package __init__.py
             shutil.copy(module, folder / module.name)
     return str(folder)
 
@@ -187,8 +187,8 @@ def submission(root: Path, name: str, base: dict[str, str], overlay: str | None 
 
 
 def summary(**counts):
-    base = dict(collected=0, passed=0, failed=0, skipped=0, timeout=0, import_error=0, not_implemented=0,
-                message="", kind="")
+    base = dict(collected=0, passed=0, failed=0, skipped=0, timeout=0, import_error=0, setup_error=0,
+                not_implemented=0, message="", kind="")
     base.update(counts)
     return base
 
@@ -201,6 +201,8 @@ def summary(**counts):
         (dict(collected=4, passed=0, failed=4, not_implemented=4), 0.0, "failed"),
         (dict(collected=4, passed=2, failed=2, timeout=1), 0.0, "timeout"),
         (dict(collected=4, passed=0, failed=4, import_error=4), 0.0, "error"),
+        (dict(collected=4, passed=0, failed=4, setup_error=4), 0.0, "error"),
+        (dict(collected=4, passed=3, failed=1, setup_error=1), 7.5, "failed"),
         (dict(collected=0), 0.0, "error"),
         (dict(collected=2, skipped=2), 0.0, "error"),
     ],
@@ -298,6 +300,7 @@ def test_a_batch_of_broken_submissions_is_graded_concept_by_concept(tmp_path):
         submission(subs, "crashing", MINI_SOLUTIONS, "crashing"),
         submission(subs, "syntax_error", MINI_SOLUTIONS, "syntax_error"),
         submission(subs, "import_error", MINI_SOLUTIONS, "import_error"),
+        submission(subs, "broken_package", MINI_SOLUTIONS, "broken_package"),
         submission(subs, "half_right", {**MINI_SOLUTIONS, "baselines.py": HALF_RIGHT_BASELINES}),
         str(subs / "not_there"),
     ]
@@ -325,6 +328,9 @@ def test_a_batch_of_broken_submissions_is_graded_concept_by_concept(tmp_path):
     assert "could not be imported (SyntaxError" in results["syntax_error"].concepts["gae"].message
     assert statuses["import_error"] == dict(reinforce="error", baselines="passed", gae="passed")
     assert "ModuleNotFoundError" in results["import_error"].concepts["reinforce"].message
+    assert statuses["broken_package"] == dict(reinforce="error", baselines="error", gae="error"), (
+        "a package that does not load is an error for every concept, not a failure")
+    assert "__init__ fails" in results["broken_package"].concepts["gae"].message
     half = results["half_right"].concepts["baselines"]
     assert (half.passed, half.failed, half.points, half.status) == (1, 3, 2.5, "failed"), "partial credit"
     assert "RLOO leaves the sample out" in half.message, "the first failure's own message is reported"
