@@ -265,13 +265,15 @@ CONCEPTS: tuple[Concept, ...] = (
             "sequence_probability_ratio",
         ),
         hints=(
-            "Masked positions must not touch any output: replace their log-prob difference by 0 before exp, "
-            "so their ratio is exactly 1 and their terms exactly 0 (multiplying NaN by 0 is still NaN).",
+            "Masked positions must not touch any output: with torch.where, set their log-probs (or their "
+            "difference) AND their advantage to 0 before anything is exponentiated, then call your "
+            "clipped_surrogate_terms: ratio exactly 1, terms exactly 0 (0 * inf is NaN, so masking after exp fails).",
             "token_mean = sum(m * l) / sum(m); sequence_mean averages each row's token mean; "
             "sequence_sum_mean averages each row's sum.",
             "The response-level ratio is the product of token ratios: exp(sum over the response of "
             "(new - old) log-probs). Sum in log space, exponentiate once.",
-            "Decide what a row with no response token contributes (see the docstring) and never divide 0 by 0.",
+            "A row with no response token contributes 0 and still counts in B: divide each row's sum by "
+            "max(n_i, 1), and the batch's by max(sum(m), 1). Never divide 0 by 0.",
         ),
         mistakes=(
             Mistake("token_mean_divides_by_batch", "token_mean divided by the number of rows instead of the "
