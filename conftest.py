@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 
 import pytest
+import torch
 from hypothesis import HealthCheck, Phase, Verbosity, settings
 
 from kata import impl as implementations
@@ -39,6 +40,9 @@ settings.register_profile(
     "catalogue", parent=settings.get_profile("ci"), phases=(Phase.explicit, Phase.reuse, Phase.generate)
 )
 settings.load_profile(os.environ.get("KATA_HYPOTHESIS_PROFILE", "dev"))
+
+# The kata's tensors are tiny: on a 2-core machine a second intra-op thread only adds hand-offs and waiting.
+torch.set_num_threads(1)
 
 FRAME_MARKER = "frame"
 SLOW_MARKER = "slow"

@@ -51,14 +51,8 @@ def main() -> int:
     seeds = args.seeds or SEEDS[args.profile]
     max_steps, max_seconds = BUDGET[args.profile]
 
-    # torch.optim imports torch._dynamo on first use (seconds, once per process): paid here, reported apart.
-    warm = time.perf_counter()
-    torch.optim.Adam([torch.zeros(1, requires_grad=True)], fused=True)
-    warm = time.perf_counter() - warm
-
     print(f"PPO on CartPole, {args.profile} profile, implementation {args.impl}; torch {torch.__version__}, "
           f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f} at start")
-    print(f"one-off process warm-up (first torch.optim use): {warm:.2f} s, not counted below")
     header = (f"{'seed':>4} {'steps':>6} {'wall s':>7} {'cpu s':>6} {'steps/s':>8} {'first>=475':>10} {'final':>6} "
               f"{'late min':>8} | {'env':>5} {'act':>5} {'update':>6} {'eval':>5}  verdict")
     print(header)

@@ -37,6 +37,7 @@ from kata.arrays import check_choice, check_integer, check_non_negative, check_p
 from kata.cartpole import ACTION_COUNT, MAX_EPISODE_STEPS, OBSERVATION_SIZE, CartPoleBatch
 from kata.networks import Actor, Critic, PolicySnapshot, action_log_probs
 from kata.optim import Adam
+from kata.runtime import torch_threads
 
 PROFILES = ("smoke", "full")
 SOLVED_RETURN = 475.0
@@ -280,13 +281,8 @@ def run_ppo(
     """
     if not isinstance(config, PPOConfig):
         raise ValueError(f"config must be a PPOConfig (see profile_config); got {type(config).__name__}")
-    previous_threads = torch.get_num_threads()
-    if config.torch_threads is not None:
-        torch.set_num_threads(config.torch_threads)
-    try:
+    with torch_threads(config.torch_threads):
         return _run(config, gae_masks, bootstrap_values, gae_advantages, ppo_update, progress)
-    finally:
-        torch.set_num_threads(previous_threads)
 
 
 def _run(config: PPOConfig, gae_masks, bootstrap_values, gae_advantages, ppo_update, progress) -> dict[str, Any]:

@@ -14,10 +14,8 @@ Evaluation samples from its own generator, so how often the run evaluates never 
 
 from __future__ import annotations
 
-import contextlib
-import math
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,6 +23,8 @@ import numpy as np
 import torch
 
 from kata.arrays import check_choice, check_integer, check_positive, to_numpy
+from kata.optim import Adam
+from kata.runtime import torch_threads
 from kata.sequence_task import (
     MAX_NEW_TOKENS,
     PROMPT_LENGTH,
@@ -107,64 +107,6 @@ class RolloutBatch:
     rewards: np.ndarray
     advantages: np.ndarray
     response_mask: torch.Tensor
-
-
-class Adam:
-    """Adam with ``torch.optim.Adam``'s defaults and arithmetic (no weight decay, no amsgrad), in a few lines.
-
-    The first ``torch.optim`` optimizer of a process imports torch's compiler stack, seconds of start-up that a
-    student would wait through on every test run of this concept; the loop needs only the update rule. A frame test
-    checks it against ``torch.optim.Adam`` step for step.
-    """
-
-    def __init__(
-        self,
-        parameters: Iterable[torch.nn.Parameter],
-        lr: float,
-        betas: tuple[float, float] = (0.9, 0.999),
-        eps: float = 1e-8,
-    ) -> None:
-        self.parameters = [parameter for parameter in parameters if parameter.requires_grad]
-        self.lr = check_positive("lr", lr)
-        self.betas = betas
-        self.eps = eps
-        self.steps = 0
-        self.first_moments = [torch.zeros_like(parameter) for parameter in self.parameters]
-        self.second_moments = [torch.zeros_like(parameter) for parameter in self.parameters]
-
-    def zero_grad(self) -> None:
-        for parameter in self.parameters:
-            parameter.grad = None
-
-    @torch.no_grad()
-    def step(self) -> None:
-        self.steps += 1
-        beta1, beta2 = self.betas
-        correction1 = 1 - beta1**self.steps
-        correction2_sqrt = math.sqrt(1 - beta2**self.steps)
-        for parameter, first, second in zip(self.parameters, self.first_moments, self.second_moments):
-            if parameter.grad is None:
-                continue
-            gradient = parameter.grad
-            first.lerp_(gradient, 1 - beta1)
-            second.mul_(beta2).addcmul_(gradient, gradient, value=1 - beta2)
-            denominator = (second.sqrt() / correction2_sqrt).add_(self.eps)
-            parameter.addcdiv_(first, denominator, value=-self.lr / correction1)
-
-
-@contextlib.contextmanager
-def torch_threads(count: int) -> Iterator[None]:
-    """Run the block with ``count`` intra-op threads, then restore the previous number.
-
-    The policy is tiny: thread start-up costs more than it saves, and a fixed count keeps every float sum in the
-    same order, so a seed reproduces a run bit for bit.
-    """
-    previous = torch.get_num_threads()
-    torch.set_num_threads(count)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(previous)
 
 
 def run_rloo(

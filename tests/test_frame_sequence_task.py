@@ -26,12 +26,6 @@ A, B, C, D = (TOKEN_IDS[name] for name in "abcd")
 P0, P1, P2 = task.PROMPT_TOKEN_IDS
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_torch_thread():
-    previous = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(previous)
 
 
 # ---- vocabulary and prompts -------------------------------------------------------------------------------------
@@ -277,31 +271,3 @@ def test_the_profiles():
     run = frame.run_rloo(0, sample_responses=scripted_sampler, rloo_iteration=ScriptedIteration(),
                          **dict(frame.sequence_profile_config("smoke"), iterations=1))
     assert run["history"]["iteration"] == [0, 1]
-
-
-# ---- the optimizer and the thread count -------------------------------------------------------------------------
-
-
-@given(seed=st.integers(0, 1000), lr=st.floats(1e-4, 0.1))
-def test_adam_follows_the_textbook_update(seed, lr):
-    generator = torch.Generator().manual_seed(seed)
-    parameter = torch.nn.Parameter(torch.randn(5, generator=generator, dtype=torch.float64))
-    optimizer = frame.Adam([parameter], lr=lr)
-    expected = parameter.detach().clone()
-    first, second = torch.zeros(5, dtype=torch.float64), torch.zeros(5, dtype=torch.float64)
-    for step in range(1, 4):
-        gradient = torch.randn(5, generator=generator, dtype=torch.float64)
-        optimizer.zero_grad()
-        parameter.grad = gradient.clone()
-        optimizer.step()
-        first = 0.9 * first + 0.1 * gradient
-        second = 0.999 * second + 0.001 * gradient**2
-        expected = expected - lr * (first / (1 - 0.9**step)) / ((second / (1 - 0.999**step)).sqrt() + 1e-8)
-        np.testing.assert_allclose(parameter.detach(), expected, rtol=1e-10, atol=1e-12)
-
-
-def test_torch_threads_restores_the_thread_count():
-    before = torch.get_num_threads()
-    with frame.torch_threads(1):
-        assert torch.get_num_threads() == 1
-    assert torch.get_num_threads() == before

@@ -33,13 +33,6 @@ from tests.strategies import prompt_major_rewards, sampling_cases, sequence_batc
 pytestmark = pytest.mark.rloo_loop
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_torch_thread():
-    """Tiny tensors: on a shared 2-core machine a second intra-op thread only adds waiting."""
-    previous = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(previous)
 
 
 # ---- helpers ---------------------------------------------------------------------------------------------------
