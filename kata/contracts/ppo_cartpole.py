@@ -5,7 +5,6 @@ from __future__ import annotations
 from functools import reduce
 from typing import Any, NamedTuple
 
-import numpy as np
 import torch
 
 from kata.arrays import (
@@ -46,8 +45,6 @@ def bootstrap_inputs(values: ArrayLike, final_values: ArrayLike, last_values: Ar
     terminated_t, truncated_t = flag_inputs(terminated, truncated)
     floats = [as_float_tensor(x, name) for x, name in
               ((values, "values"), (final_values, "final_values"), (last_values, "last_values"))]
-    if not isinstance(last_values, torch.Tensor) and np.ndim(last_values) == 0:
-        floats[2] = floats[2].reshape(())  # one environment's [T] rollout: a 0-d last value stays 0-d
     check_same_shape("terminated", terminated_t, values=floats[0], final_values=floats[1])
     check_shape("last_values", floats[2], tuple(terminated_t.shape[1:]), "one value per environment: V(observation "
                 "after the rollout's last step)")
