@@ -1,11 +1,13 @@
 """Benchmark: response masks, causal-shift log-probs and the masked token objectives on a 64 x 1024 batch.
 
     python benchmarks/token_objectives.py [--impl solutions] [--rows 64] [--length 1024] [--vocabulary 256]
-                                          [--threads N]
+                                          [--threads 1]
 
 Prints the median wall time of each step over warm repeats, in milliseconds (CPU, float32 as in a training loop), for
 right-padded rows with prompts of 16-128 tokens and responses of any length up to the row's end (some without EOS).
 ``token_log_probs`` is a log-softmax over the whole ``[B, T, V]`` logits: its time grows with the vocabulary.
+One torch thread by default: these kernels gain little from a second thread, and on a shared machine OpenMP's
+spin-waiting makes multi-threaded timings erratic (``--threads 0`` keeps torch's default).
 """
 
 from __future__ import annotations
@@ -60,9 +62,9 @@ def main() -> None:
     parser.add_argument("--length", type=int, default=1024)
     parser.add_argument("--vocabulary", type=int, default=256)
     parser.add_argument("--repeats", type=int, default=20)
-    parser.add_argument("--threads", type=int, default=None, help="torch intra-op threads (default: torch's)")
+    parser.add_argument("--threads", type=int, default=1, help="torch intra-op threads; 0: torch's default")
     args = parser.parse_args()
-    if args.threads:
+    if args.threads > 0:
         torch.set_num_threads(args.threads)
 
     kata = implementations.load(args.impl)
