@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import numpy as np
 import torch
 
 from kata.arrays import (
@@ -46,10 +45,8 @@ def entropy_inputs(logits: ArrayLike) -> torch.Tensor:
     """``logits`` as a floating tensor ``[..., K]`` with ``K >= 1``: no NaN, no +inf, and at least one finite logit
     per distribution (-inf marks an action that cannot be taken)."""
     logits_t = as_float_tensor(logits, "logits")
-    # The caller's shape, not the tensor's: a 0-d NumPy array comes out of the conversion as shape [1].
-    shape = tuple(logits.shape) if hasattr(logits, "shape") else np.shape(logits)
-    if len(shape) < 1 or shape[-1] < 1:
-        raise ValueError(f"logits must have a last axis of K >= 1 actions; got shape {shape}")
+    if logits_t.ndim < 1 or logits_t.shape[-1] < 1:
+        raise ValueError(f"logits must have a last axis of K >= 1 actions; got shape {tuple(logits_t.shape)}")
     plain = logits_t.detach()
     # One reduction on the common path (every logit finite): the training loops call this every minibatch.
     if not bool(torch.isfinite(plain).all()):
