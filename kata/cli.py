@@ -120,9 +120,17 @@ def cmd_status(args: argparse.Namespace) -> int:
     return 0
 
 
+CHECK_TEST_TIMEOUT = 60.0  # seconds per test; a slow integration test takes ~10 s on a loaded 2-core machine
+CHECK_SLOW_TEST_TIMEOUT = 300.0
+
+
 def _pytest_command(c: Concept, slow: bool) -> list[str]:
     marker = c.marker if slow else f"{c.marker} and not slow"
-    return [sys.executable, "-m", "pytest", "--impl", "exercises", "-m", marker, "-q"]
+    # The plugin's deadline, not pytest-timeout's alone: Hypothesis swallows pytest-timeout's exception and runs
+    # an endless loop again with no alarm left (see kata.progress).
+    deadline = CHECK_SLOW_TEST_TIMEOUT if slow else CHECK_TEST_TIMEOUT
+    return [sys.executable, "-m", "pytest", "--impl", "exercises", "-m", marker, "-q",
+            "--kata-test-timeout", f"{deadline:g}"]
 
 
 def run_check(c: Concept | None, slow: bool = False) -> int:
@@ -267,7 +275,9 @@ def build_parser() -> argparse.ArgumentParser:
             else "check again whenever a file in exercises/ changes, until Ctrl-C",
             description=f"{verb} the tests of CONCEPT against exercises/ (pytest -m CONCEPT --impl exercises). "
             "Default: the next concept that is not done (see kata status). Tests marked slow (integration runs "
-            "that train an agent) are left out unless --slow; a concept counts as done without them.")
+            "that train an agent) are left out unless --slow; a concept counts as done without them. A test that "
+            f"runs longer than {CHECK_TEST_TIMEOUT:g} s ({CHECK_SLOW_TEST_TIMEOUT:g} s with --slow) fails as timed "
+            "out, and the rest of its concept is not run.")
         p.add_argument("concept", nargs="?", type=concept_argument, metavar="CONCEPT",
                        help=f"one of: {names} (default: the next unfinished)")
         p.add_argument("--slow", action="store_true", help="include the slow integration tests")

@@ -9,7 +9,7 @@ Registered by the repository's ``conftest.py``. It does three things:
 - **Report** (``--kata-report FILE``, used by ``kata grade``): per concept, tests collected, passed, failed,
   skipped, timed out, unable to import the module or to be set up at all, and the first failure's message; rewritten after every test
   with the test in progress, so a grader that has to kill a hung run still knows what finished and what hung.
-- **Per-test deadline** (``--kata-test-timeout SECONDS``, used by ``kata grade``): a test that runs longer fails
+- **Per-test deadline** (``--kata-test-timeout SECONDS``, used by ``kata grade`` and ``kata check``): a test that runs longer fails
   with :class:`TestTimeout`, and the remaining tests of its concept fail at once without running. The deadline
   raises a ``BaseException`` on purpose: Hypothesis catches ``Exception`` and pytest's ``Failed`` (what
   pytest-timeout raises) to shrink a failure, and would then run the hanging code again with no alarm left.
@@ -163,7 +163,7 @@ class Recorder:
         seconds = self.test_timeout
 
         def expire(signum: int, frame: Any) -> None:
-            raise TestTimeout(f"timed out: the test ran longer than {seconds:g} s (kata grade --timeout)")
+            raise TestTimeout(f"timed out: the test ran longer than {seconds:g} s (an endless loop?)")
 
         previous = signal.signal(signal.SIGALRM, expire)
         outer_delay, outer_interval = signal.getitimer(signal.ITIMER_REAL)  # pytest-timeout's, if it set one

@@ -116,6 +116,7 @@ def test_check_leaves_slow_tests_out_unless_asked():
     quick = cli._pytest_command(concept("gae"), slow=False)
     assert option(quick, "-m") == "gae and not slow"
     assert option(quick, "--impl") == "exercises", "kata check always checks the student's exercises/"
+    assert float(option(quick, "--kata-test-timeout")) > 0, "an endless loop under Hypothesis must not hang check"
     assert option(cli._pytest_command(concept("gae"), slow=True), "-m") == "gae"
 
 
