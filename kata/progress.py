@@ -208,6 +208,8 @@ class Recorder:
             kind, message = classify(call.excinfo.value)
             if kind == KIND_FAILED and call.when == "setup":
                 kind = KIND_SETUP_ERROR
+            if call.excinfo.errisinstance(NotRunAfterTimeout):
+                report.longrepr = message  # one line; the test that timed out shows where the code was stuck
             report.kata_kind, report.kata_message = kind, message  # type: ignore[attr-defined]
         return report
 
