@@ -21,9 +21,11 @@ import os
 import subprocess
 import sys
 import textwrap
+import time
 from collections.abc import Sequence
 from pathlib import Path
 
+from kata import status
 from kata.manifest import CONCEPTS, MAX_POINTS, Concept, concept
 
 REPOSITORY_ROOT = Path(__file__).resolve().parent.parent
@@ -90,12 +92,6 @@ def cmd_hint(args: argparse.Namespace) -> int:
 # ---- status, check, watch ----------------------------------------------------------------------------------------
 
 
-def _states():
-    from kata import status
-
-    return status, status.all_states()
-
-
 def _next_line(next_up: Concept | None) -> str:
     if next_up is None:
         return "Every concept is done. Run `kata lab` to watch your code train the lab's agents."
@@ -104,7 +100,7 @@ def _next_line(next_up: Concept | None) -> str:
 
 
 def cmd_status(args: argparse.Namespace) -> int:
-    status, states = _states()
+    states = status.all_states()
     width = max(len(c.name) for c in CONCEPTS)
     label_width = max(len(s.label) for s in states)
     print(f" #  {'concept':<{width}}  {'state':<{label_width}}  points")
@@ -135,7 +131,7 @@ def _pytest_command(c: Concept, slow: bool) -> list[str]:
 
 def run_check(c: Concept | None, slow: bool = False) -> int:
     """Run one concept's tests on exercises/ and say what to do next; pytest's exit code."""
-    status, states = _states()
+    states = status.all_states()
     if c is None:
         c = status.next_concept(states)
         if c is None:
@@ -151,7 +147,7 @@ def run_check(c: Concept | None, slow: bool = False) -> int:
         return code
     if code not in (0, 1):
         return code
-    status, states = _states()
+    states = status.all_states()
     state = next(s for s in states if s.concept == c)
     print()
     if code == 0 and state.done:
@@ -178,8 +174,6 @@ def cmd_watch(args: argparse.Namespace) -> int:
 
 
 def _now() -> str:
-    import time
-
     return time.strftime("%H:%M:%S")
 
 
