@@ -243,11 +243,20 @@ def write_json_atomically(path: Path, data: Any) -> None:
         raise
 
 
-def record_results(new: Mapping[str, ConceptRecord], path: Path | None = None) -> None:
-    """Merge ``new`` into the recorded results (same fingerprint: test by test; otherwise replaced)."""
+def record_results(new: Mapping[str, ConceptRecord], path: Path | None = None, *, partial: bool = False) -> None:
+    """Merge ``new`` into the recorded results (same fingerprint: test by test; otherwise replaced).
+
+    ``partial``: the run named single tests (``tests/test_gae.py::test_x``), so it does not know the concept's other
+    tests; it may only add to a record of the same code, never start one (one passing test is not "done").
+    """
     records = load_progress(path)
     for name, record in new.items():
-        records[name] = records[name].merged_with(record) if name in records else record
+        if name in records:
+            if partial and records[name].fingerprint != record.fingerprint:
+                continue
+            records[name] = records[name].merged_with(record)
+        elif not partial:
+            records[name] = record
     save_progress(records, path)
 
 

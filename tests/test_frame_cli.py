@@ -228,6 +228,17 @@ def test_slow_tests_are_not_needed_for_done_but_count_when_they_fail(layout):
     assert state_of(layout).label == "failing 1 of 2"
 
 
+def test_a_run_of_single_tests_never_starts_a_record(layout):
+    write_solution(layout)
+    stamp = status.fingerprint("gae", layout["exercises"], layout["tests"])
+    one = status.ConceptRecord(stamp, {"t1": status.TestRecord("passed")})
+    status.record_results({"gae": one}, layout["progress"], partial=True)
+    assert state_of(layout).label == "not checked yet", "one passing test, run alone, is not a done concept"
+    record(layout, {"t1": "failed", "t2": "passed"})
+    status.record_results({"gae": one}, layout["progress"], partial=True)
+    assert state_of(layout).done, "a single test run again adds to the record of the same code"
+
+
 def test_tests_not_run_yet_keep_a_concept_from_done(layout):
     write_solution(layout)
     record(layout, {"t1": "passed", "t2": None})
