@@ -292,7 +292,7 @@ def build_parser() -> argparse.ArgumentParser:
             Points are partial credit: a concept earns points * passed / (passed + failed). Status per concept:
               passed   every test passed
               failed   some test failed (the first failure's message is reported)
-              error    the module does not import (syntax or import error), or no test ran: zero points
+              error    the module (or the whole package) does not import, or no test ran: zero points
               timeout  a test ran longer than --timeout, or the run had to be killed: zero points
             A hanging concept costs one --timeout (its other tests are not run); the other concepts are still
             graded. One submission's failure never stops the batch, and the reports are always written.
