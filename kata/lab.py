@@ -20,8 +20,9 @@ A stub that is not implemented yet does not stop the lab: its section prints one
 is not implemented yet — GUIDE.md §3 ...``), what depends on it is skipped with the reason, and the rest goes on.
 An error or a failed check in a section is reported and the rest goes on too; the exit code is then 1.
 
-The training runs (each PPO seed and the RLOO run) are independent, so they run in worker processes, one per core
-(``--jobs``), while the main process computes the quick sections and draws; ``--jobs 1`` runs them in-process.
+The training runs (each PPO seed and the RLOO run) are independent: with idle cores they run in worker processes,
+one per idle core, while the main process computes the quick sections and draws; on a busy machine they run
+in-process, which is then faster (see :func:`default_jobs`). ``--jobs N`` decides instead.
 """
 
 from __future__ import annotations
@@ -298,12 +299,20 @@ def _future_outcome(future: Future[Outcome]) -> Outcome:
 
 
 def default_jobs(training_runs: int) -> int:
-    """One worker per available core, no more than there are training runs; 1 means in-process."""
+    """Worker processes for the training runs: one per idle core, no more than there are runs; 1 means in-process.
+
+    Idle cores are the available cores minus the 1-minute load average. Measured on a shared two-core machine
+    (benchmarks/lab.py): with the other core busy, two workers were slower than one process (42-60 s against
+    32-46 s for the smoke lab: the workers share one core's worth of time and each pays its own start-up), while on
+    a quiet machine two workers finished the smoke lab in 19 s.
+    """
     try:
         cores = len(os.sched_getaffinity(0))
     except AttributeError:  # not on Linux
         cores = os.cpu_count() or 1
-    return max(1, min(cores, training_runs))
+    load = _load_average()
+    idle = cores - load[0] if load else cores
+    return max(1, min(cores, training_runs, round(idle)))
 
 
 # ---- one lab run ------------------------------------------------------------------------------------------------
@@ -899,7 +908,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--out", default=None, metavar="DIR",
                         help="output folder (default: a fresh lab-output/<timestamp>)")
     parser.add_argument("--jobs", type=int, default=None, metavar="N",
-                        help="worker processes for the training runs (default: one per core; 1: in-process)")
+                        help="worker processes for the training runs (default: one per idle core; 1: in-process)")
     return parser
 
 

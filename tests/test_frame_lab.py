@@ -189,3 +189,11 @@ def test_bad_arguments_exit_2(tmp_path, capsys):
     assert "profile must be one of smoke, full" in capsys.readouterr().err
     code, _ = run_lab(TINY, impl=str(tmp_path / "missing"), out=tmp_path / "out")
     assert code == 2 and "--impl" in capsys.readouterr().err
+
+
+def test_the_notebook_script_compiles_and_its_ipynb_is_in_step():
+    from kata import notebook
+
+    compile(notebook.SCRIPT.read_text(encoding="utf-8"), str(notebook.SCRIPT), "exec")
+    pytest.importorskip("jupytext", reason="the notebook extra is not installed: pip install -e '.[notebook]'")
+    assert notebook.check() == [], "notebooks/lab.ipynb is out of step: run python -m kata.notebook --write"
