@@ -39,7 +39,7 @@ import sys
 import tempfile
 import threading
 from collections.abc import Callable, Iterable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -334,6 +334,8 @@ def grade_all(
     try:
         futures += [executor.submit(one, index) for index in range(len(submissions))]
         for future in futures:
+            while not future.done():  # short waits: Ctrl-C reaches the main thread at once
+                wait([future], timeout=0.2)
             future.result()
     except KeyboardInterrupt as error:
         interrupted = error

@@ -9,6 +9,7 @@ grades copies of solutions/ and exercises/ with the real tests, through the ``ka
 
 from __future__ import annotations
 
+import _thread
 import csv
 import io
 import json
@@ -16,6 +17,7 @@ import shutil
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -296,6 +298,40 @@ def test_a_folder_that_is_not_a_submission_is_an_error_for_every_concept(tmp_pat
         result = grader.grade(path)
         assert [r.status for r in result.concepts.values()] == ["error"] * 3
         assert result.total == 0 and result.max_total == MINI_MAX
+
+
+class ScriptedGrader(grade.Grader):
+    """Grades without subprocesses: each submission's name says what happens."""
+
+    def grade(self, submission):
+        if submission == "interrupt":  # Ctrl-C while this one is being graded
+            _thread.interrupt_main()
+            for _ in range(500):
+                if self.stopped:
+                    raise grade.GradingStopped("killed")
+                time.sleep(0.01)
+            raise AssertionError("the batch was not stopped")
+        if submission == "grader-bug":
+            raise RuntimeError("a bug in the grader")
+        return grade.SubmissionResult(submission, {c.name: grade.ConceptResult(c.points, c.points, 1, 0, "passed", "")
+                                                   for c in self.concepts})
+
+
+def test_a_grader_failure_is_an_error_for_that_submission_only():
+    results = grade.grade_all(["a", "grader-bug", "b"], ScriptedGrader(concepts=MINI_CONCEPTS), jobs=2)
+    assert [r.total for r in results] == [MINI_MAX, 0.0, MINI_MAX]
+    assert all(r.status == "error" and "a bug in the grader" in r.message for r in results[1].concepts.values())
+
+
+def test_ctrl_c_keeps_what_was_graded_and_marks_the_rest(tmp_path):
+    with pytest.raises(grade.GradingInterrupted) as interrupted:
+        grade.grade_all(["a", "interrupt", "b"], ScriptedGrader(concepts=MINI_CONCEPTS), jobs=1)
+    results = interrupted.value.results
+    assert [r.submission for r in results] == ["a", "interrupt", "b"]
+    assert results[0].total == MINI_MAX
+    assert {r.message for s in results[1:] for r in s.concepts.values()} == {"not graded (interrupted)"}
+    written = grade.write_reports(results, json_path=str(tmp_path / "r.json"))
+    assert len(json.loads(written[0].read_text())["submissions"]) == 3, "the report is written all the same"
 
 
 # ---- grading runs on the miniature repository --------------------------------------------------------------------
