@@ -797,7 +797,8 @@ def _report_gae(d: Mapping[str, Any]) -> list[str]:
         (f"rewards {e['rewards']}, values {e['values']}, next_values {e['next_values']}, terminated "
         f"{e['terminated']}, trace_cuts {e['trace_cuts']}, γ = {e['gamma']}, λ = {e['gae_lambda']}."),
         "",
-        (f"Advantages: {[_fmt(a, 6) for a in d['advantages']]} (expected {d['expected']}); the first record's value "
+        (f"Advantages: [{', '.join(_fmt(a, 6) for a in d['advantages'])}] (expected {d['expected']}); the first record's "
+        "value "
         f"target is {_fmt(d['first_record_target'], 6)}."),
         "",
     ]
@@ -870,7 +871,7 @@ def _report_rloo(d: Mapping[str, Any]) -> list[str]:
     lines += [f"prompt={r['prompt']} | {r['text']} | reward={r['reward']:.2f} | advantage={r['advantage']:+.3f} | "
               f"mask={r['mask']}" for r in d["first_rows"]]
     lines += ["```", "", (f"Per-prompt sums of the first rollout's RLOO advantages: "
-              f"{[_fmt(s, 12) for s in d['group_advantage_sums']]}."), "", "Greedy responses after training:", "",
+              f"[{', '.join(f'{total:.1e}' for total in d['group_advantage_sums'])}]."), "", "Greedy responses after training:", "",
               "```"]
     lines += [f"prompt={r['prompt']} | {r['text']} | reward={r['reward']:.2f}" for r in d["greedy"]]
     lines += ["```", ""]
