@@ -21,7 +21,7 @@ def ci_variable(name: str) -> str:
 def test_readme_opens_with_the_two_commands_ci_runs():
     readme = (ROOT / "README.md").read_text()
     setup, tests = ci_variable("SETUP"), ci_variable("TESTS")
-    assert f"{setup} && .venv/bin/kata lab" in readme, "README's lab command must use .ci/run's SETUP"
+    assert f"{setup} && .venv/bin/kata lab --impl solutions" in readme, "README's lab command must use .ci/run's SETUP"
     assert f"{setup} && {tests}" in readme, "README's test command must be .ci/run's SETUP && TESTS"
 
 
