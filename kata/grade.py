@@ -17,8 +17,9 @@ Robustness, in layers:
 2. A test that cannot even be set up (the submission's own ``__init__.py`` fails) is an ``error`` once every test
    of the concept failed that way.
 3. A watchdog kills the whole subprocess (its process group) after ``watchdog`` seconds, for code that hangs where
-   no signal reaches (inside a C extension) or that kills its own interpreter. The plugin's report, rewritten after
-   every test, names the test that was running: its concept gets ``timeout`` (or ``error`` if the process died)
+   no signal reaches (inside a C extension); code that kills its own interpreter or raises KeyboardInterrupt ends
+   the run early. The plugin's report, rewritten after every test, names the test that was running: its concept
+   gets ``timeout`` (or ``error`` if the process died or was interrupted)
    and the concepts not finished yet are graded again in a fresh subprocess, until every concept has a result.
 4. Anything else that goes wrong with one submission becomes ``error`` for its concepts; the batch goes on, and
    the reports are always written.
@@ -50,6 +51,7 @@ REPOSITORY_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_TIMEOUT = 60.0  # seconds per test; the slowest integration test takes ~10 s on a loaded 2-core machine
 HYPOTHESIS_PROFILE = "ci"
 STATUSES = ("passed", "failed", "error", "timeout")
+PYTEST_INTERRUPTED = 2  # pytest's exit status for a session stopped by KeyboardInterrupt
 OUTPUT_TAIL = 2000  # characters of a crashed run's output kept for its error message
 
 
@@ -234,23 +236,17 @@ class Grader:
         while remaining:
             run = self._run(folder, remaining)
             summaries = run.report.get("concepts", {})
-            if run.report.get("finished"):
+            # Exit status 2 is an interrupted session: a KeyboardInterrupt raised by the submission stops pytest.
+            if run.report.get("finished") and run.report.get("exitstatus") != PYTEST_INTERRUPTED:
                 for concept in remaining:
                     result.concepts[concept.name] = concept_result(concept, summaries.get(concept.name))
                 break
-            # The run did not finish: a watchdog kill, or the interpreter died. Keep what completed.
+            # The run did not finish: a watchdog kill, an interrupt, or the interpreter died. Keep what completed.
             running = run.report.get("current_concept")
             for concept in remaining:
                 summary = summaries.get(concept.name)
                 if concept.name == running:
-                    if run.killed:
-                        message = (f"timed out: the test process was killed after {self.watchdog:g} s while "
-                                   f"running {run.report.get('current')}")
-                        result.concepts[concept.name] = error_result(concept, message, status="timeout")
-                    else:
-                        message = (f"the test process died (exit code {run.returncode}) while running "
-                                   f"{run.report.get('current')}")
-                        result.concepts[concept.name] = error_result(concept, message)
+                    result.concepts[concept.name] = self._stopped_while_running(concept, run)
                 elif summary and summary["collected"] and _complete(summary):
                     result.concepts[concept.name] = concept_result(concept, summary)
             still = [c for c in remaining if c.name not in result.concepts]
@@ -263,6 +259,18 @@ class Grader:
             remaining = still
         result.concepts = {c.name: result.concepts[c.name] for c in self.concepts}
         return result
+
+
+    def _stopped_while_running(self, concept: Concept, run: Run) -> ConceptResult:
+        """The result of the concept whose test was running when its process was killed, interrupted or died."""
+        where = f"while running {run.report.get('current')}"
+        if run.killed:
+            return error_result(concept, f"timed out: the test process was killed after {self.watchdog:g} s "
+                                f"{where}", status="timeout")
+        if run.returncode == PYTEST_INTERRUPTED:
+            return error_result(concept, f"the test run was interrupted (a KeyboardInterrupt from the submission?) "
+                                f"{where}")
+        return error_result(concept, f"the test process died (exit code {run.returncode}) {where}")
 
 
 def _complete(summary: dict[str, Any]) -> bool:

@@ -236,8 +236,7 @@ class Recorder:
             self._write_report()
 
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
-        self.finished = True
-        self.current = None
+        self.finished = True  # `current` stays: after an interrupt it names the test that was running
         self._write_report(exitstatus)
         if self.records_progress:
             self._record_progress()

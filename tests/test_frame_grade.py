@@ -346,6 +346,7 @@ def test_a_batch_of_broken_submissions_is_graded_concept_by_concept(tmp_path):
         submission(subs, "stubs", MINI_STUBS),
         submission(subs, "hanging", MINI_SOLUTIONS, "hanging"),
         submission(subs, "crashing", MINI_SOLUTIONS, "crashing"),
+        submission(subs, "interrupting", MINI_SOLUTIONS, "interrupting"),
         submission(subs, "syntax_error", MINI_SOLUTIONS, "syntax_error"),
         submission(subs, "import_error", MINI_SOLUTIONS, "import_error"),
         submission(subs, "broken_package", MINI_SOLUTIONS, "broken_package"),
@@ -372,6 +373,9 @@ def test_a_batch_of_broken_submissions_is_graded_concept_by_concept(tmp_path):
     assert statuses["crashing"] == dict(reinforce="passed", baselines="error", gae="passed"), (
         "a module that kills the test process is an error for its concept; the others are graded again")
     assert "exit code 3" in results["crashing"].concepts["baselines"].message
+    assert statuses["interrupting"] == dict(reinforce="passed", baselines="error", gae="passed"), (
+        "a KeyboardInterrupt from the submission stops its session, not the grading")
+    assert "interrupted" in results["interrupting"].concepts["baselines"].message
     assert statuses["syntax_error"] == dict(reinforce="passed", baselines="passed", gae="error")
     assert "could not be imported (SyntaxError" in results["syntax_error"].concepts["gae"].message
     assert statuses["import_error"] == dict(reinforce="error", baselines="passed", gae="passed")
