@@ -19,8 +19,8 @@ Robustness, in layers:
 3. A watchdog kills the whole subprocess (its process group) after ``watchdog`` seconds, for code that hangs where
    no signal reaches (inside a C extension); code that kills its own interpreter or raises KeyboardInterrupt ends
    the run early. The plugin's report, rewritten after every test, names the test that was running: its concept
-   gets ``timeout`` (or ``error`` if the process died or was interrupted)
-   and the concepts not finished yet are graded again in a fresh subprocess, until every concept has a result.
+   gets ``timeout`` (or ``error`` if the process died or was interrupted), and the concepts not finished yet are
+   graded again in a fresh subprocess, until every concept has a result.
 4. Anything else that goes wrong with one submission becomes ``error`` for its concepts; the batch goes on, and
    the reports are always written.
 

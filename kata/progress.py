@@ -286,6 +286,8 @@ class Recorder:
                 by_concept[concept] = status.ConceptRecord(status.fingerprint(concept, exercises_dir, tests_dir))
             by_concept[concept].tests[node] = self.outcomes.get(node) or status.TestRecord(None, slow)
         ran = {c for node, (c, _) in self.known.items() if node in self.outcomes}
+        if not ran:
+            return
         # Tests named one by one (path::test): the concept's other tests were never collected, so unknown.
         partial = any("::" in str(argument) for argument in self.config.args)
         try:
