@@ -3,7 +3,8 @@
 The first ``torch.optim`` step of a process imports torch's compiler stack (``torch._dynamo``): several seconds of
 start-up that a student would wait through on every test run of the loops. The loops need only Adam's update rule,
 so it is written out here with ``torch.optim.Adam``'s defaults and arithmetic (no weight decay, no amsgrad);
-``tests/test_frame_optim.py`` checks it against ``torch.optim.Adam`` step for step.
+``tests/test_frame_optim.py`` checks it against ``torch.optim.Adam(fused=True)``, whose kernel it calls, step for
+step (and the unfused path against the textbook update).
 
 The interface is the part of ``torch.optim.Optimizer`` the loops use (:class:`Optimizer`): ``param_groups`` (one
 group, whose ``"lr"`` may be changed between steps to anneal it), ``zero_grad()`` and ``step()``. A
@@ -56,7 +57,8 @@ class SGD:
 
 
 class Adam:
-    """Adam over one group of parameters, with the same update as ``torch.optim.Adam(params, lr, betas, eps)``."""
+    """Adam over one group of parameters: the update of ``torch.optim.Adam(params, lr, betas, eps, fused=True)``
+    (``fused`` False: of the unfused ``torch.optim.Adam``, for devices or dtypes the fused kernel does not take)."""
 
     def __init__(
         self,
@@ -72,6 +74,12 @@ class Adam:
         self.steps = 0
         self.first_moments = [torch.zeros_like(parameter) for parameter in params]
         self.second_moments = [torch.zeros_like(parameter) for parameter in params]
+        # torch.optim.Adam(fused=True)'s kernel, called directly: one call for all parameters instead of seven
+        # batched ops (0.1 ms instead of 0.5 ms a step here, and 1,600 steps in a smoke run of PPO).
+        self.fused = hasattr(torch, "_fused_adam_") and all(
+            parameter.device.type == "cpu" and parameter.dtype in (torch.float32, torch.float64) for parameter in params
+        )
+        self.step_counts = [torch.zeros((), dtype=torch.float32) for _ in params]
 
     @property
     def parameters(self) -> list[torch.nn.Parameter]:
@@ -94,6 +102,12 @@ class Adam:
         grads = [parameter.grad for parameter in params]
         firsts = [self.first_moments[i] for i in live]
         seconds = [self.second_moments[i] for i in live]
+        if self.fused:
+            counts = [self.step_counts[i] for i in live]
+            torch._foreach_add_(counts, 1.0)
+            torch._fused_adam_(params, grads, firsts, seconds, [], counts, lr=lr, beta1=beta1, beta2=beta2,
+                               weight_decay=0.0, eps=self.eps, amsgrad=False, maximize=False)
+            return
         # The same element-wise arithmetic as torch.optim.Adam's single-tensor path, batched over the parameters.
         torch._foreach_lerp_(firsts, grads, 1 - beta1)
         torch._foreach_mul_(seconds, beta2)

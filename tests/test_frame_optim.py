@@ -14,13 +14,16 @@ from kata.runtime import torch_threads
 pytestmark = pytest.mark.frame
 
 
-def test_matches_torch_adam_step_for_step_with_an_annealed_rate():
+@pytest.mark.parametrize("fused", [True, False], ids=["fused kernel", "foreach ops"])
+def test_matches_torch_adam_step_for_step_with_an_annealed_rate(fused):
     generator = torch.Generator().manual_seed(0)
     ours_model = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.Tanh(), torch.nn.Linear(8, 2)).double()
     theirs_model = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.Tanh(), torch.nn.Linear(8, 2)).double()
     theirs_model.load_state_dict(ours_model.state_dict())
     ours = Adam(ours_model.parameters(), lr=3e-3, eps=1e-5)
-    theirs = torch.optim.Adam(theirs_model.parameters(), lr=3e-3, eps=1e-5)
+    assert ours.fused, "on the CPU with float parameters the fused kernel is used"
+    ours.fused = fused
+    theirs = torch.optim.Adam(theirs_model.parameters(), lr=3e-3, eps=1e-5, fused=fused)
     for step in range(25):
         inputs = torch.randn(16, 4, generator=generator, dtype=torch.float64)
         for model, optimizer in ((ours_model, ours), (theirs_model, theirs)):
