@@ -179,24 +179,11 @@ def ppo_update(
     for _ in range(epochs):
         epoch_kl = []
         for indices in minibatch_indices(batch.actions.shape[0], minibatch_size, generator):
-            logits = actor(batch.observations[indices])
-            values = critic(batch.observations[indices])
-            new_log_probs = action_log_probs(logits, batch.actions[indices])
-            old_log_probs = batch.old_log_probs[indices]
-            advantages = batch.advantages[indices]
-            if normalize_advantages:
-                # Population std, so a minibatch of one sample gives 0 rather than NaN.
-                advantages = (advantages - advantages.mean()) / (advantages.std(unbiased=False) + 1e-8)
-            entropy = categorical_entropy(logits)
-            policy_loss = clipped_policy_loss(new_log_probs, old_log_probs, advantages, clip_epsilon)
-            value_loss = clipped_value_loss(values, batch.old_values[indices], batch.returns[indices],
-                                            value_clip_epsilon)
-            loss = ppo_loss(policy_loss, value_loss, entropy, value_coefficient, entropy_coefficient)
-
-            optimizer.zero_grad()
-            loss.backward()
-            grad_norm = torch.nn.utils.clip_grad_norm_(parameters, max_grad_norm)
-            optimizer.step()
+            loss, policy_loss, value_loss, entropy, new_log_probs, old_log_probs = _minibatch_loss(
+                actor, critic, batch, indices, clip_epsilon=clip_epsilon, value_clip_epsilon=value_clip_epsilon,
+                value_coefficient=value_coefficient, entropy_coefficient=entropy_coefficient,
+                normalize_advantages=normalize_advantages)
+            grad_norm = _clipped_step(optimizer, parameters, loss, max_grad_norm)
 
             totals["policy_loss"] += float(policy_loss.detach())
             totals["value_loss"] += float(value_loss.detach())
@@ -221,6 +208,36 @@ def ppo_update(
     diagnostics["epochs_completed"] = float(epochs_completed)
     diagnostics["minibatch_steps"] = float(steps)
     return diagnostics
+
+
+def _minibatch_loss(actor: nn.Module, critic: nn.Module, batch: RolloutBatch, indices: torch.Tensor, *,
+                    clip_epsilon: float, value_clip_epsilon: float, value_coefficient: float,
+                    entropy_coefficient: float, normalize_advantages: bool) -> tuple[torch.Tensor, ...]:
+    """PPO's loss on one minibatch: ``(loss, policy_loss, value_loss, entropy, new_log_probs, old_log_probs)``."""
+    logits = actor(batch.observations[indices])
+    values = critic(batch.observations[indices])
+    new_log_probs = action_log_probs(logits, batch.actions[indices])
+    old_log_probs = batch.old_log_probs[indices]  # recorded when the rollout was sampled: data, never recomputed
+    advantages = batch.advantages[indices]
+    if normalize_advantages:
+        # Population std, so a minibatch of one sample gives 0 rather than NaN.
+        advantages = (advantages - advantages.mean()) / (advantages.std(unbiased=False) + 1e-8)
+    entropy = categorical_entropy(logits)
+    policy_loss = clipped_policy_loss(new_log_probs, old_log_probs, advantages, clip_epsilon)
+    value_loss = clipped_value_loss(values, batch.old_values[indices], batch.returns[indices], value_clip_epsilon)
+    loss = ppo_loss(policy_loss, value_loss, entropy, value_coefficient, entropy_coefficient)
+    return loss, policy_loss, value_loss, entropy, new_log_probs, old_log_probs
+
+
+def _clipped_step(optimizer: Optimizer, parameters: list[torch.Tensor], loss: torch.Tensor,
+                  max_grad_norm: float) -> torch.Tensor:
+    """One optimizer step on ``loss`` with the total gradient norm clipped to ``max_grad_norm`` between
+    ``backward()`` and ``step()``; returns the norm before clipping."""
+    optimizer.zero_grad()
+    loss.backward()
+    grad_norm = torch.nn.utils.clip_grad_norm_(parameters, max_grad_norm)
+    optimizer.step()
+    return grad_norm
 
 
 def train_ppo(config: PPOConfig) -> dict[str, Any]:
