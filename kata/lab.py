@@ -45,6 +45,8 @@ from typing import Any, TextIO
 
 import numpy as np
 
+from kata.contracts.token_objectives import REDUCTIONS
+
 PROFILES = ("smoke", "full")
 SOLVED_RETURN = 475.0  # CartPole-v1's published "solved" threshold, on the 500-step ceiling
 DEFAULT_OUTPUT_ROOT = Path("lab-output")
@@ -639,7 +641,6 @@ MASK_EXAMPLE = {
     "advantages": [1.5, -0.8],
     "clip_epsilon": 0.2,
 }
-REDUCTIONS = ("token_mean", "sequence_mean", "sequence_sum_mean")
 
 
 def _masks(run: LabRun, impl: Any, record: dict[str, Any]) -> None:

@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from kata.contracts.token_objectives import REDUCTIONS
 from kata.arrays import check_choice, check_integer, check_positive, to_numpy
 from kata.optim import Adam
 from kata.runtime import torch_threads
@@ -35,7 +36,6 @@ from kata.sequence_task import (
 )
 
 MODES: tuple[str, ...] = ("smoke", "full")
-REDUCTIONS: tuple[str, ...] = ("token_mean", "sequence_mean", "sequence_sum_mean")
 
 _PROFILES: dict[str, dict[str, Any]] = {
     # smoke: exact-response success 1.0 well within 10 s on a shared 2-core CPU (see benchmarks/rloo_loop.py).
@@ -50,19 +50,9 @@ _PROFILES: dict[str, dict[str, Any]] = {
         evaluation_every=2,
         evaluation_samples=32,
     ),
-    # full: more iterations, and success measured on more samples.
-    "full": dict(
-        iterations=200,
-        group_size=16,
-        ppo_epochs=4,
-        learning_rate=0.01,
-        clip_epsilon=0.2,
-        reduction="token_mean",
-        hidden_size=64,
-        evaluation_every=5,
-        evaluation_samples=128,
-    ),
 }
+# full: more iterations, and success measured on more samples; everything else as in smoke.
+_PROFILES["full"] = dict(_PROFILES["smoke"], iterations=200, evaluation_every=5, evaluation_samples=128)
 
 
 def sequence_profile_config(mode: str) -> dict[str, Any]:

@@ -15,8 +15,7 @@ from kata.arrays import (
     check_ndim,
     check_positive,
 )
-
-REDUCTIONS: tuple[str, ...] = ("token_mean", "sequence_mean", "sequence_sum_mean")
+from kata.contracts.token_objectives import REDUCTIONS
 
 
 def _token_ids(value: ArrayLike, name: str) -> torch.Tensor:
