@@ -214,15 +214,18 @@ def _minibatch_loss(actor: nn.Module, critic: nn.Module, batch: RolloutBatch, in
                     clip_epsilon: float, value_clip_epsilon: float, value_coefficient: float,
                     entropy_coefficient: float, normalize_advantages: bool) -> tuple[torch.Tensor, ...]:
     """PPO's loss on one minibatch: ``(loss, policy_loss, value_loss, entropy, new_log_probs, old_log_probs)``."""
-    logits = actor(batch.observations[indices])
-    values = critic(batch.observations[indices])
+    observations = batch.observations[indices]
+    logits = actor(observations)
+    values = critic(observations)
     new_log_probs = action_log_probs(logits, batch.actions[indices])
     old_log_probs = batch.old_log_probs[indices]  # recorded when the rollout was sampled: data, never recomputed
     advantages = batch.advantages[indices]
     if normalize_advantages:
         # Population std, so a minibatch of one sample gives 0 rather than NaN.
         advantages = (advantages - advantages.mean()) / (advantages.std(unbiased=False) + 1e-8)
-    entropy = categorical_entropy(logits)
+    # With c_e = 0 the bonus contributes nothing to the gradient: the entropy is then only logged, and computing it
+    # off the graph saves its six nodes in every backward pass.
+    entropy = categorical_entropy(logits if entropy_coefficient > 0 else logits.detach())
     policy_loss = clipped_policy_loss(new_log_probs, old_log_probs, advantages, clip_epsilon)
     value_loss = clipped_value_loss(values, batch.old_values[indices], batch.returns[indices], value_clip_epsilon)
     loss = ppo_loss(policy_loss, value_loss, entropy, value_coefficient, entropy_coefficient)

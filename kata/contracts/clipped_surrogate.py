@@ -11,6 +11,10 @@ from kata.arrays import ArrayLike, as_float_tensor, check_non_negative, check_po
 
 def _same_shape_floats(reference: tuple[str, ArrayLike], *others: tuple[str, ArrayLike]) -> list[torch.Tensor]:
     """Floating tensors of ``reference``'s shape (no broadcasting), non-empty, promoted to one dtype."""
+    given = [reference[1], *(value for _, value in others)]
+    # The training loops' case, every minibatch: tensors that already agree pass through untouched.
+    if all(isinstance(value, torch.Tensor) for value in given) and _agree(given):
+        return given
     first = as_float_tensor(reference[1], reference[0])
     if first.numel() == 0:
         raise ValueError(f"{reference[0]} must hold at least one value; got shape {tuple(first.shape)}")
@@ -19,6 +23,12 @@ def _same_shape_floats(reference: tuple[str, ArrayLike], *others: tuple[str, Arr
     tensors = [first, *rest]
     dtype = reduce(torch.promote_types, (t.dtype for t in tensors))
     return [t.to(dtype) for t in tensors]
+
+
+def _agree(tensors: list[torch.Tensor]) -> bool:
+    first = tensors[0]
+    return (first.is_floating_point() and first.numel() > 0
+            and all(t.dtype == first.dtype and t.shape == first.shape for t in tensors[1:]))
 
 
 def ratio_inputs(new_log_probs: ArrayLike, old_log_probs: ArrayLike) -> tuple[torch.Tensor, torch.Tensor]:
@@ -47,6 +57,8 @@ def value_inputs(
 
 def _scalar_tensor(name: str, value: ArrayLike) -> torch.Tensor:
     tensor = as_float_tensor(value, name)
+    if tensor.ndim == 0:
+        return tensor
     if tensor.numel() != 1:
         raise ValueError(f"{name} must be a scalar (one number); got shape {tuple(tensor.shape)}")
     return tensor.reshape(())
