@@ -12,12 +12,16 @@ import torch
 from kata.cartpole import CartPoleBatch
 from kata.networks import Actor, Critic
 from kata.ppo_frame import (
+    HISTORY_KEYS,
+    UPDATE_DIAGNOSTICS,
     PPOConfig,
     aggregate_training_runs,
     collect_rollout,
     evaluate_greedy,
+    evaluate_policies,
     late_evaluation_minimum,
     profile_config,
+    run_ppo,
     value_rollout,
 )
 
@@ -124,3 +128,59 @@ def test_greedy_evaluation_is_deterministic_and_capped():
     first = evaluate_greedy(actor, episodes=4, seed=9, max_episode_steps=50)
     np.testing.assert_array_equal(first, evaluate_greedy(actor, episodes=4, seed=9, max_episode_steps=50))
     assert first.shape == (4,) and np.all((first >= 1) & (first <= 50))
+
+
+def _actors(count: int) -> list[Actor]:
+    actors = []
+    for i in range(count):
+        actor = Actor(4, 2, (16, 16), torch.Generator().manual_seed(i))
+        with torch.no_grad():
+            for parameter in actor.parameters():
+                parameter.mul_(1.0 + 2.0 * i)  # from nearly uniform to sharp policies: episodes of many lengths
+        actors.append(actor)
+    return actors
+
+
+def test_policies_evaluated_together_score_as_each_alone():
+    actors = _actors(7)
+    together = evaluate_policies([actor.snapshot() for actor in actors], episodes=3, seed=4, max_episode_steps=80)
+    alone = np.stack([evaluate_greedy(actor, episodes=3, seed=4, max_episode_steps=80) for actor in actors])
+    np.testing.assert_array_equal(together, alone)
+    assert together.shape == (7, 3) and len(np.unique(together)) > 3, "the test needs policies that differ"
+    with pytest.raises(ValueError, match="policies"):
+        evaluate_policies([], episodes=3, seed=4)
+
+
+def _jitter_update(actor, critic, optimizer, batch, *, generator, **settings):
+    # Moves the policy a different random way every update, so every evaluated snapshot differs.
+    with torch.no_grad():
+        for parameter in actor.parameters():
+            parameter.add_(0.5 * torch.randn(parameter.shape, generator=generator))
+    return dict.fromkeys(UPDATE_DIAGNOSTICS, 0.0)
+
+
+JITTER_LOOP = dict(
+    gae_masks=lambda terminated, truncated: (terminated, terminated | truncated),
+    bootstrap_values=lambda values, *rest: values,
+    gae_advantages=lambda rewards, values, *rest: torch.zeros_like(values),
+    ppo_update=_jitter_update,
+)
+
+
+@pytest.mark.parametrize("per_batch", [1, 2, 4])
+def test_evaluations_batched_or_not_give_the_same_history(per_batch):
+    config = PPOConfig(seed=5, total_steps=7 * 64, num_envs=2, rollout_steps=32, evaluation_every=2,
+                       evaluation_episodes=3, max_episode_steps=60, hidden_sizes=(16,))
+    one_by_one = run_ppo(dataclasses.replace(config, evaluations_per_batch=1), **JITTER_LOOP)
+    rows = []
+    batched = run_ppo(dataclasses.replace(config, evaluations_per_batch=per_batch), progress=rows.append,
+                      **JITTER_LOOP)
+    for key in HISTORY_KEYS:
+        if key != "wall_time":
+            np.testing.assert_array_equal(batched["history"][key], one_by_one["history"][key], err_msg=key)
+    np.testing.assert_array_equal(batched["final_evaluation_returns"], one_by_one["final_evaluation_returns"])
+    evaluated = np.isfinite(batched["history"]["evaluation_mean"])
+    assert list(np.flatnonzero(evaluated) + 1) == [2, 4, 6, 7], "every second update, and the last"
+    # progress sees every row once, in order, and only complete: an evaluated row arrives with its evaluation.
+    assert [row["update"] for row in rows] == list(range(1, 8))
+    assert [math.isfinite(row["evaluation_mean"]) for row in rows] == list(evaluated)
