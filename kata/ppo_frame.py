@@ -55,9 +55,9 @@ class PPOConfig:
 
     seed: int = 0
     total_steps: int = 20_480
-    num_envs: int = 8
+    num_envs: int = 16
     rollout_steps: int = 32
-    epochs: int = 10
+    epochs: int = 8
     minibatch_size: int = 128
     learning_rate: float = 2.5e-3
     anneal_learning_rate: bool = True  # linearly to 0 over the run: the last updates barely move the policy
@@ -65,7 +65,10 @@ class PPOConfig:
     gae_lambda: float = 0.95
     clip_epsilon: float = 0.2
     value_clip_epsilon: float = 10.0  # in return units; returns here reach ~100, so 0.2 would freeze the critic
-    value_coefficient: float = 0.5
+    # With separate networks and Adam (which rescales each parameter's step), c_v only sets the critic's weight in
+    # the shared gradient-norm clip: at 1.0 a large critic error shrinks the actor's step too. Measured with
+    # everything else as here, seeds 11, 37, 71, 101 and 131: 5 of 5 solve the smoke profile, against 4 of 5 at 0.5.
+    value_coefficient: float = 1.0
     entropy_coefficient: float = 0.0
     max_grad_norm: float = 0.5
     normalize_advantages: bool = True  # per minibatch
@@ -116,8 +119,8 @@ def profile_config(mode: str, seed: int = 0) -> PPOConfig:
     """The lab's two profiles. ``smoke``: a quick CPU check that still solves CartPole; ``full``: a longer run.
 
     Both evaluate greedily on 10 episodes capped at 500 steps. ValueError for any other ``mode``.
-    Smoke: 8 environments x 32 steps per update, 10 epochs of 2 minibatches (1,600 gradient steps), 20,480 steps.
-    Full: the same updates over 40,960 steps, evaluated every 4 updates.
+    Smoke: 16 environments x 32 steps per update, 8 epochs of 4 minibatches of 128, 20,480 steps: 40 updates and
+    1,280 gradient steps. Full: the same updates over 40,960 steps, evaluated every 4 updates.
     """
     check_choice("mode", mode, PROFILES)
     if mode == "smoke":
