@@ -25,7 +25,7 @@ pytestmark = [pytest.mark.frame, pytest.mark.lab]
 TINY = dataclasses.replace(
     plan_for("smoke"),
     baseline_groups=2_000,
-    ppo_overrides={"total_steps": 512, "evaluation_every": 1, "evaluation_episodes": 2},
+    ppo_overrides={"total_steps": 512, "num_envs": 8, "evaluation_every": 1, "evaluation_episodes": 2},
     sequence_overrides={"iterations": 2, "evaluation_every": 1, "evaluation_samples": 4},
 )
 SKIP_LINE = re.compile(r"^skipped: (\w+) is not implemented yet — GUIDE\.md §(\d) \(run `kata hint (\w+)`\)$")
