@@ -303,18 +303,43 @@ def _future_outcome(future: Future[Outcome]) -> Outcome:
 def default_jobs(training_runs: int) -> int:
     """Worker processes for the training runs: one per idle core, no more than there are runs; 1 means in-process.
 
-    Idle cores are the available cores minus the 1-minute load average. Measured on a shared two-core machine
+    Idle cores are measured over a quarter of a second of the kernel's CPU counters where there are any (Linux);
+    elsewhere they are the available cores minus the 1-minute load average. The load average can mislead: on the
+    virtual machine these figures come from it stays near 1 while both cores are idle. Measured there
     (benchmarks/lab.py): with the other core busy, two workers were slower than one process (42-60 s against
-    32-46 s for the smoke lab: the workers share one core's worth of time and each pays its own start-up), while on
-    a quiet machine two workers finished the smoke lab in 19 s.
+    32-46 s for the smoke lab: the workers share one core's worth of time and each pays its own start-up); with both
+    cores idle, two workers took 13.1 and 16.2 s against 18.0 and 20.3 s in-process.
     """
     try:
         cores = len(os.sched_getaffinity(0))
     except AttributeError:  # not on Linux
         cores = os.cpu_count() or 1
-    load = _load_average()
-    idle = cores - load[0] if load else cores
+    idle_fraction = _idle_fraction()
+    if idle_fraction is not None:
+        idle = cores * idle_fraction
+    else:
+        load = _load_average()
+        idle = cores - load[0] if load else cores
     return max(1, min(cores, training_runs, round(idle)))
+
+
+def _idle_fraction(seconds: float = 0.25) -> float | None:
+    """The share of CPU time spent idle over ``seconds``, from /proc/stat; None where it cannot be read."""
+
+    def counters() -> tuple[float, float]:
+        with open("/proc/stat", encoding="ascii") as stat:
+            fields = [float(value) for value in stat.readline().split()[1:9]]  # user .. steal
+        return fields[3] + fields[4], sum(fields)  # idle + iowait, all
+
+    try:
+        idle_before, total_before = counters()
+        time.sleep(seconds)
+        idle_after, total_after = counters()
+    except (OSError, ValueError, IndexError):
+        return None
+    if total_after <= total_before:
+        return None
+    return (idle_after - idle_before) / (total_after - total_before)
 
 
 # ---- one lab run ------------------------------------------------------------------------------------------------
