@@ -62,6 +62,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=None,
         help="with --impl solutions: replace one function by a wrong one from mistakes/ (concept/name)",
     )
+    group.addoption(
+        "--variant",
+        default=None,
+        help="with --impl solutions: replace one function by a valid variant from variants/ (concept/name)",
+    )
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -83,8 +88,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 def pytest_report_header(config: pytest.Config) -> str:
     spec = config.getoption("--impl") or implementations.default_spec()
     mistake = config.getoption("--mistake")
+    variant = config.getoption("--variant")
     profile = settings._current_profile  # noqa: SLF001 - the profile's name is only kept here
     return f"kata: implementation {spec}" + (f" with mistake {mistake}" if mistake else "") + (
+        f" with variant {variant}" if variant else "") + (
         f" | hypothesis profile {profile}"
     )
 
@@ -93,7 +100,9 @@ def pytest_report_header(config: pytest.Config) -> str:
 def impl(request: pytest.FixtureRequest) -> implementations.Implementation:
     """The implementation under test (see --impl); its public names resolve through the manifest."""
     spec = request.config.getoption("--impl") or implementations.default_spec()
-    return implementations.load(spec, mistake=request.config.getoption("--mistake"))
+    return implementations.load(
+        spec, mistake=request.config.getoption("--mistake"), variant=request.config.getoption("--variant")
+    )
 
 
 # ---- readable failures -----------------------------------------------------------------------------------------

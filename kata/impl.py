@@ -4,7 +4,8 @@
 laid out like ``exercises/`` (``~/submissions/student-7``) under a private package name, so it never shadows or
 disturbs the installed packages and two submissions can be loaded side by side. ``load("solutions",
 mistake="gae/truncation_as_termination")`` loads a fresh copy of the reference with one wrong function from the
-mistake catalogue bound in every module of that copy (the loops call it too).
+mistake catalogue bound in every module of that copy (the loops call it too); ``variant="ppo_cartpole/argsort_permutation"``
+binds a valid variant from ``variants/`` the same way.
 
 Concept modules are imported one at a time, when first needed: one that does not import fails its own concept's
 tests with a readable message and leaves the others alone.
@@ -28,6 +29,8 @@ ENVIRONMENT_VARIABLE = "KATA_IMPL"
 DEFAULT_IMPL = "exercises"
 REPOSITORY_ROOT = Path(__file__).resolve().parent.parent
 MISTAKES_ROOT = REPOSITORY_ROOT / "mistakes"
+VARIANTS_ROOT = REPOSITORY_ROOT / "variants"
+CATALOGUES = {"mistake": MISTAKES_ROOT, "variant": VARIANTS_ROOT}
 NAMED_PACKAGES = ("exercises", "solutions")
 
 
@@ -85,11 +88,20 @@ def default_spec() -> str:
     return os.environ.get(ENVIRONMENT_VARIABLE, DEFAULT_IMPL) or DEFAULT_IMPL
 
 
-def load(spec: str | os.PathLike[str] | None = None, *, mistake: str | None = None) -> Implementation:
-    """The implementation named by ``spec``: ``exercises``, ``solutions`` or a folder's path."""
+def load(
+    spec: str | os.PathLike[str] | None = None, *, mistake: str | None = None, variant: str | None = None
+) -> Implementation:
+    """The implementation named by ``spec``: ``exercises``, ``solutions`` or a folder's path.
+
+    ``mistake`` or ``variant`` (``"concept/name"``, at most one) binds that catalogue entry into a fresh copy.
+    """
     spec = str(spec) if spec is not None else default_spec()
+    if mistake is not None and variant is not None:
+        raise ValueError("give --mistake or --variant, not both")
     if mistake is not None:
-        return _load_with_mistake(spec, mistake)
+        return _load_with_override(spec, mistake, "mistake")
+    if variant is not None:
+        return _load_with_override(spec, variant, "variant")
     if spec in NAMED_PACKAGES:
         package = importlib.import_module(spec)
         return Implementation(spec, spec, Path(package.__file__).resolve().parent)
@@ -129,25 +141,31 @@ def _load_folder(folder: Path, label: str, prefix: str = "kata_submission") -> I
     return Implementation(label, package_name, folder)
 
 
-def mistake_path(mistake: str) -> Path:
-    """``"gae/truncation_as_termination"`` -> its file in the catalogue (ValueError if there is none)."""
-    concept_name, _, name = mistake.partition("/")
+def catalogue_path(entry: str, kind: str = "mistake") -> Path:
+    """``"gae/truncation_as_termination"`` -> its file in the mistake (or variant) catalogue; ValueError if none."""
+    root = CATALOGUES[kind]
+    concept_name, _, name = entry.partition("/")
     concept(concept_name)
-    path = MISTAKES_ROOT / concept_name / f"{name}.py"
+    path = root / concept_name / f"{name}.py"
     if not name or not path.exists():
-        raise ValueError(f"mistake must be 'concept/name' with a file in {MISTAKES_ROOT}; got {mistake!r}")
+        raise ValueError(f"{kind} must be 'concept/name' with a file in {root}; got {entry!r}")
     return path
 
 
-def _load_with_mistake(spec: str, mistake: str) -> Implementation:
-    path = mistake_path(mistake)
-    concept_name = mistake.partition("/")[0]
+def mistake_path(mistake: str) -> Path:
+    """``"gae/truncation_as_termination"`` -> its file in the mistake catalogue (ValueError if there is none)."""
+    return catalogue_path(mistake, "mistake")
+
+
+def _load_with_override(spec: str, entry: str, kind: str) -> Implementation:
+    path = catalogue_path(entry, kind)
+    concept_name = entry.partition("/")[0]
     base = load(spec)
-    tag = mistake.replace("/", "__")
-    implementation = _load_folder(base.root, label=f"{spec}+{mistake}", prefix=f"kata_mistake_{tag}")
+    tag = entry.replace("/", "__")
+    implementation = _load_folder(base.root, label=f"{spec}+{entry}", prefix=f"kata_{kind}_{tag}")
     target = implementation.module(concept_name)
 
-    module_name = f"kata_mistake_catalogue_{tag}"
+    module_name = f"kata_{kind}_catalogue_{tag}"
     module_spec = importlib.util.spec_from_file_location(module_name, path)
     assert module_spec is not None and module_spec.loader is not None
     wrong = importlib.util.module_from_spec(module_spec)
@@ -160,7 +178,7 @@ def _load_with_mistake(spec: str, mistake: str) -> Implementation:
     }
     if not overrides:
         raise ValueError(f"{path} defines no function of {concept_name}.py to replace")
-    # Bind each wrong function wherever the copy refers to the right one: in its own module and in every module
+    # Bind each replacement wherever the copy refers to the right one: in its own module and in every module
     # that imported it (the loops import the concept functions of their own package).
     originals = {name: getattr(target, name) for name in overrides}
     for module in _package_modules(implementation):
