@@ -434,6 +434,13 @@ def late_evaluation_minimum(run: dict[str, Any], fraction: float = 0.2) -> float
     return float(means[late].min()) if late.any() else math.nan
 
 
+def solved_and_held(run: dict[str, Any], threshold: float = SOLVED_RETURN) -> bool:
+    """The one definition of "solved" used by the tests, the lab, the benchmarks and the guide: the final greedy
+    evaluation reaches ``threshold`` and so does every evaluation in the last fifth of the run's steps."""
+    late = late_evaluation_minimum(run)
+    return bool(run["final_evaluation_mean"] >= threshold and math.isfinite(late) and late >= threshold)
+
+
 def first_step_reaching(run: dict[str, Any], threshold: float = SOLVED_RETURN) -> float:
     """Environment steps at the first evaluation whose mean reaches ``threshold`` (NaN if none does)."""
     steps, means = evaluation_curve(run)
