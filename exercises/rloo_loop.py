@@ -2,10 +2,10 @@
 
 One executable path through everything the module teaches about language-model policies: responses of different
 lengths ended by a sampled EOS, the causal shift, prompt and padding masks, a leave-one-out group baseline and
-token-level clipping. The task, the GRU policy, the verifier and the loop's frame live in ``kata``; you write
-the four parts below (sampling, grouped advantages, the loss, one iteration), and the loop hands them (with this
+token-level clipping. The task, the GRU policy, the verifier and the loop's frame live in ``kata``; the four parts
+below (sampling, grouped advantages, the loss, one iteration) are the concept's, and the loop hands them (with this
 package's ``rloo_advantages``, ``response_token_mask``, ``token_log_probs`` and ``masked_token_ppo_objective``) to
-the frame: your own code is what learns.
+the frame: the package's own code is what learns.
 
 Row layout: ``[BOS, p<k> | response ... EOS, PAD ...]``; groups are prompt-major (rows ``k*G .. (k+1)*G - 1``
 answer prompt ``k``).

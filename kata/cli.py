@@ -9,6 +9,7 @@
     kata lab [--impl exercises]     run the lab end to end (kata.lab), on the reference by default
     kata mistakes [CONCEPT ...]     prove every catalogued mistake is caught (kata.mistakes)
     kata selfcheck                  prove every stub fails its tests (kata.selfcheck)
+    kata stubs [--check] [--force]  write exercises/ from the marked solutions/ (kata.stubs)
 
 The student's path (list, hint, status) imports nothing heavy: ``kata status`` answers in well under two seconds.
 Commands that run tests start pytest in a subprocess, from this repository.
@@ -230,6 +231,12 @@ def cmd_lab(args: argparse.Namespace) -> int:
     return outcome if isinstance(outcome, int) else 0
 
 
+def cmd_stubs(args: argparse.Namespace) -> int:
+    from kata import stubs
+
+    return stubs.main(args.concepts, check_only=args.check, force=args.force)
+
+
 # ---- the parser --------------------------------------------------------------------------------------------------
 
 
@@ -332,6 +339,20 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--jobs", type=positive_int, default=None, metavar="N",
                    help="worker processes for the training runs (default: one per core; 1: in-process)")
     p.set_defaults(handler=cmd_lab)
+
+    p = sub.add_parser(
+        "stubs", help="write exercises/ from solutions/ (--check: only compare)",
+        description="Write each stub exercises/CONCEPT.py from solutions/CONCEPT.py, whose # BEGIN SOLUTION / "
+        "# END SOLUTION blocks are left out and whose # BEGIN STUB / # END STUB blocks are uncommented "
+        "(CONTRIBUTING.md, 'A stub'). A stub that differs from what would be written is left alone unless --force.")
+    p.add_argument("concepts", nargs="*", type=concept_argument, metavar="CONCEPT",
+                   help=f"one of: {names} (default: all)")
+    mode = p.add_mutually_exclusive_group()
+    mode.add_argument("--check", action="store_true",
+                      help="write nothing; exit 1 and show the difference if a stub is not what solutions/ gives")
+    mode.add_argument("--force", action="store_true",
+                      help="overwrite a stub that differs, keeping a copy beside it (<file>.bak-<UTC time>)")
+    p.set_defaults(handler=cmd_stubs)
 
     for command, (_, text) in DELEGATED.items():
         sub.add_parser(command, help=text, add_help=False)

@@ -17,6 +17,9 @@ import numpy as np
 
 from kata.arrays import ArrayLike, check_integer, like_inputs
 from kata.contracts.baselines import group_rewards
+# BEGIN STUB
+# from kata.stub import not_implemented
+# END STUB
 
 
 def no_baseline_advantages(rewards: ArrayLike) -> ArrayLike:
@@ -28,8 +31,14 @@ def no_baseline_advantages(rewards: ArrayLike) -> ArrayLike:
     Returns:
         ``[groups, G]``, the same kind of array as ``rewards`` (NumPy or torch).
     """
+    # BEGIN SOLUTION
     tensor = group_rewards(rewards)
     return like_inputs(tensor.clone(), rewards)
+    # END SOLUTION
+    # BEGIN STUB
+    # tensor = group_rewards(rewards)  # a checked floating tensor [groups, G]; return like_inputs(result, rewards)
+    # raise not_implemented("no_baseline_advantages")
+    # END STUB
 
 
 def group_mean_advantages(rewards: ArrayLike) -> ArrayLike:
@@ -48,7 +57,12 @@ def group_mean_advantages(rewards: ArrayLike) -> ArrayLike:
         array([[-2., -1.,  3.]])
     """
     tensor = group_rewards(rewards)
+    # BEGIN SOLUTION
     return like_inputs(tensor - tensor.mean(dim=1, keepdim=True), rewards)
+    # END SOLUTION
+    # BEGIN STUB
+    # raise not_implemented("group_mean_advantages")
+    # END STUB
 
 
 def rloo_advantages(rewards: ArrayLike) -> ArrayLike:
@@ -71,9 +85,14 @@ def rloo_advantages(rewards: ArrayLike) -> ArrayLike:
         array([[-3. , -1.5,  4.5]])
     """
     tensor = group_rewards(rewards, minimum_group_size=2)
+    # BEGIN SOLUTION
     group_size = tensor.shape[1]
     leave_one_out_mean = (tensor.sum(dim=1, keepdim=True) - tensor) / (group_size - 1)
     return like_inputs(tensor - leave_one_out_mean, rewards)
+    # END SOLUTION
+    # BEGIN STUB
+    # raise not_implemented("rloo_advantages")
+    # END STUB
 
 
 # The simulated policy: one parameter θ = 0, actions a ~ N(θ, 1), so the score ∇θ log π(a) = a - θ = a.
@@ -101,6 +120,7 @@ def simulate_group_baseline_bias(group_size: int, groups: int, seed: int) -> dic
     """
     group_size = check_integer("group_size", group_size, minimum=2)
     groups = check_integer("groups", groups, minimum=1)
+    # BEGIN SOLUTION
     rng = np.random.default_rng(seed)
     actions = rng.standard_normal((groups, group_size))
     rewards = REWARD_OFFSET + actions - 0.5 * actions**2
@@ -123,3 +143,9 @@ def simulate_group_baseline_bias(group_size: int, groups: int, seed: int) -> dic
         "predicted_scale": (group_size - 1) / group_size,
         "observed_scale": float(same_group.mean()) / TRUE_GRADIENT,
     }
+    # END SOLUTION
+    # BEGIN STUB
+    # # Draw the actions with np.random.default_rng(seed), build the rewards, then use your three advantage
+    # # functions above: one vectorised pass over all groups, no Python loop over groups.
+    # raise not_implemented("simulate_group_baseline_bias")
+    # END STUB

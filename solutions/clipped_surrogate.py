@@ -24,6 +24,9 @@ import torch
 
 from kata.arrays import ArrayLike, check_positive, like_inputs
 from kata.contracts.clipped_surrogate import ppo_loss_inputs, ratio_inputs, surrogate_inputs, value_inputs
+# BEGIN STUB
+# from kata.stub import not_implemented
+# END STUB
 
 
 def clipped_surrogate_terms(
@@ -54,12 +57,20 @@ def clipped_surrogate_terms(
         array([1.2, 0.5])
     """
     new, old, adv, epsilon = surrogate_inputs(new_log_probs, old_log_probs, advantages, clip_epsilon)
+    # BEGIN SOLUTION
     adv = adv.detach()
     ratio = torch.exp(new - old.detach())
     unclipped = ratio * adv
     clipped = torch.clamp(ratio, 1.0 - epsilon, 1.0 + epsilon) * adv
     pessimistic = torch.minimum(unclipped, clipped)
     return like_inputs((ratio, unclipped, clipped, pessimistic), new_log_probs, old_log_probs, advantages)
+    # END SOLUTION
+    # BEGIN STUB
+    # # new, old, adv: floating tensors of one shape and dtype; epsilon: a float > 0. Old log-probs and advantages
+    # # are data, not parameters. Return like_inputs((ratio, unclipped, clipped, pessimistic), new_log_probs,
+    # # old_log_probs, advantages).
+    # raise not_implemented("clipped_surrogate_terms")
+    # END STUB
 
 
 def clipped_policy_loss(
@@ -74,8 +85,14 @@ def clipped_policy_loss(
         array(-0.85)
     """
     new, old, adv, epsilon = surrogate_inputs(new_log_probs, old_log_probs, advantages, clip_epsilon)
+    # BEGIN SOLUTION
     *_, pessimistic = clipped_surrogate_terms(new, old, adv, epsilon)
     return like_inputs(-pessimistic.mean(), new_log_probs, old_log_probs, advantages)
+    # END SOLUTION
+    # BEGIN STUB
+    # # Reuse clipped_surrogate_terms(new, old, adv, epsilon); a loss is what an optimiser minimises.
+    # raise not_implemented("clipped_policy_loss")
+    # END STUB
 
 
 def clipped_value_loss(
@@ -104,12 +121,19 @@ def clipped_value_loss(
         array(1.125)
     """
     new, old, target, epsilon = value_inputs(values, old_values, returns, clip_epsilon)
+    # BEGIN SOLUTION
     old, target = old.detach(), target.detach()
     unclipped = (new - target) ** 2
     clipped_prediction = old + torch.clamp(new - old, -epsilon, epsilon)
     clipped = (clipped_prediction - target) ** 2
     loss = 0.5 * torch.maximum(unclipped, clipped).mean()
     return like_inputs(loss, values, old_values, returns)
+    # END SOLUTION
+    # BEGIN STUB
+    # # new, old, target: floating tensors of one shape and dtype; epsilon: a float > 0. Around which value is the
+    # # prediction clipped? Which of the two squared errors is kept?
+    # raise not_implemented("clipped_value_loss")
+    # END STUB
 
 
 def ppo_loss(
@@ -144,8 +168,15 @@ def ppo_loss(
     policy, value, entropy_t, c_value, c_entropy = ppo_loss_inputs(
         policy_loss, value_loss, entropy, value_coefficient, entropy_coefficient
     )
+    # BEGIN SOLUTION
     total = policy + c_value * value - c_entropy * entropy_t.mean()
     return like_inputs(total, policy_loss, value_loss, entropy)
+    # END SOLUTION
+    # BEGIN STUB
+    # # policy, value: 0-d tensors; entropy_t: a tensor; c_value, c_entropy: floats >= 0. Which way must the
+    # # entropy term push the loss? Return like_inputs(total, policy_loss, value_loss, entropy).
+    # raise not_implemented("ppo_loss")
+    # END STUB
 
 
 def approximate_kl(new_log_probs: ArrayLike, old_log_probs: ArrayLike) -> ArrayLike:
@@ -170,10 +201,16 @@ def approximate_kl(new_log_probs: ArrayLike, old_log_probs: ArrayLike) -> ArrayL
         array(0.25)
     """
     new, old = ratio_inputs(new_log_probs, old_log_probs)
+    # BEGIN SOLUTION
     log_ratio = new - old.detach()
     # expm1(x) - x is (r - 1) - log r without cancellation for r near 1, where every useful value lies.
     per_sample = torch.expm1(log_ratio) - log_ratio
     return like_inputs(per_sample.mean(), new_log_probs, old_log_probs)
+    # END SOLUTION
+    # BEGIN STUB
+    # # new, old: floating tensors of one shape and dtype. Every per-sample term must be >= 0.
+    # raise not_implemented("approximate_kl")
+    # END STUB
 
 
 def active_clip_fraction(
@@ -193,10 +230,16 @@ def active_clip_fraction(
         array(0.25)
     """
     new, old, adv, epsilon = surrogate_inputs(new_log_probs, old_log_probs, advantages, clip_epsilon)
+    # BEGIN SOLUTION
     ratio = torch.exp(new.detach() - old.detach())
     adv = adv.detach()
     binds = ((adv > 0) & (ratio > 1.0 + epsilon)) | ((adv < 0) & (ratio < 1.0 - epsilon))
     return like_inputs(binds.to(new.dtype).mean(), new_log_probs, old_log_probs, advantages)
+    # END SOLUTION
+    # BEGIN STUB
+    # # Count the samples where the clipped branch is the one min() picks AND differs from the unclipped one.
+    # raise not_implemented("active_clip_fraction")
+    # END STUB
 
 
 def ratio_outside_fraction(new_log_probs: ArrayLike, old_log_probs: ArrayLike, clip_epsilon: float) -> ArrayLike:
@@ -221,6 +264,12 @@ def ratio_outside_fraction(new_log_probs: ArrayLike, old_log_probs: ArrayLike, c
     """
     new, old = ratio_inputs(new_log_probs, old_log_probs)
     epsilon = check_positive("clip_epsilon", clip_epsilon)
+    # BEGIN SOLUTION
     ratio = torch.exp(new.detach() - old.detach())
     outside = (ratio - 1.0).abs() > epsilon
     return like_inputs(outside.to(new.dtype).mean(), new_log_probs, old_log_probs)
+    # END SOLUTION
+    # BEGIN STUB
+    # # Count |r - 1| > epsilon, whatever the advantage.
+    # raise not_implemented("ratio_outside_fraction")
+    # END STUB

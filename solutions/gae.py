@@ -18,6 +18,9 @@ import torch
 
 from kata.arrays import ArrayLike, like_inputs
 from kata.contracts.gae import gae_inputs
+# BEGIN STUB
+# from kata.stub import not_implemented
+# END STUB
 
 
 def gae_advantages(
@@ -56,6 +59,7 @@ def gae_advantages(
         array([  8., 100.])
     """
     x = gae_inputs(rewards, values, next_values, terminated, trace_cuts, gamma, gae_lambda)
+    # BEGIN SOLUTION
     bootstrap = (~x.terminated).to(x.rewards.dtype)
     carries = (~x.trace_cuts).to(x.rewards.dtype)
     deltas = x.rewards + x.gamma * x.next_values * bootstrap - x.values
@@ -68,3 +72,10 @@ def gae_advantages(
         following = deltas[t] + decay * carries[t] * following
         advantages[t] = following
     return like_inputs(torch.stack(advantages), rewards, values, next_values)
+    # END SOLUTION
+    # BEGIN STUB
+    # # x.rewards, x.values, x.next_values: checked floating tensors of one shape; x.terminated, x.trace_cuts: bool
+    # # tensors; x.gamma, x.gae_lambda: floats. Compute in torch, then return like_inputs(result, rewards, values,
+    # # next_values) so NumPy callers get NumPy back. Build the result without in-place writes (keep autograd).
+    # raise not_implemented("gae_advantages")
+    # END STUB

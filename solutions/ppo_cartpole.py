@@ -21,13 +21,31 @@ from typing import Any
 import torch
 from torch import nn
 
+# BEGIN SOLUTION
 from kata.arrays import ArrayLike, like_inputs
+# END SOLUTION
+# BEGIN STUB
+# from kata.arrays import ArrayLike, like_inputs  # noqa: F401 - like_inputs returns what you were given
+# END STUB
 from kata.contracts.ppo_cartpole import bootstrap_inputs, flag_inputs, minibatch_inputs, update_inputs
+# BEGIN SOLUTION
 from kata.networks import action_log_probs
+# END SOLUTION
+# BEGIN STUB
+# from kata.networks import action_log_probs  # noqa: F401 - for your update
+# END STUB
 from kata.ppo_frame import PPOConfig, RolloutBatch, aggregate_training_runs, profile_config, run_ppo
+# BEGIN STUB
+# from kata.stub import not_implemented
+# END STUB
 from kata.optim import Optimizer
 
+# BEGIN SOLUTION
 from .clipped_surrogate import (
+# END SOLUTION
+# BEGIN STUB
+# from .clipped_surrogate import (  # noqa: F401 - your concept 4 functions, for the update
+# END STUB
     active_clip_fraction,
     approximate_kl,
     clipped_policy_loss,
@@ -36,7 +54,12 @@ from .clipped_surrogate import (
     ratio_outside_fraction,
 )
 from .gae import gae_advantages
+# BEGIN SOLUTION
 from .reinforce import categorical_entropy
+# END SOLUTION
+# BEGIN STUB
+# from .reinforce import categorical_entropy  # noqa: F401 - for the update
+# END STUB
 
 __all__ = ["gae_masks", "bootstrap_values", "minibatch_indices", "ppo_update", "profile_config", "train_ppo",
            "aggregate_training_runs"]
@@ -65,10 +88,17 @@ def gae_masks(terminated: ArrayLike, truncated: ArrayLike) -> tuple[ArrayLike, A
         (array([False,  True, False, False]), array([False,  True,  True,  True]))
     """
     terminated_t, truncated_t = flag_inputs(terminated, truncated)
+    # BEGIN SOLUTION
     buffer_end = torch.zeros_like(terminated_t)
     buffer_end[-1] = True
     trace_cuts = terminated_t | truncated_t | buffer_end
     return like_inputs((terminated_t.clone(), trace_cuts), terminated, truncated)
+    # END SOLUTION
+    # BEGIN STUB
+    # # terminated_t, truncated_t: bool tensors of one shape [T] or [T, N]; time is axis 0. Return
+    # # like_inputs((bootstrap_mask, trace_cuts), terminated, truncated) so NumPy callers get NumPy back.
+    # raise not_implemented("gae_masks")
+    # END STUB
 
 
 def bootstrap_values(values: ArrayLike, final_values: ArrayLike, last_values: ArrayLike, terminated: ArrayLike,
@@ -96,10 +126,19 @@ def bootstrap_values(values: ArrayLike, final_values: ArrayLike, last_values: Ar
         ...                  np.array([False, False, False]), np.array([False, True, False]))
         array([2., 9., 4.])
     """
+    # BEGIN SOLUTION
     x = bootstrap_inputs(values, final_values, last_values, terminated, truncated)
     following = torch.cat([x.values[1:], x.last_values.unsqueeze(0)])
     next_values = torch.where(x.terminated | x.truncated, x.final_values, following)
     return like_inputs(next_values, values, final_values, last_values)
+    # END SOLUTION
+    # BEGIN STUB
+    # x = bootstrap_inputs(values, final_values, last_values, terminated, truncated)  # noqa: F841
+    # # x.values, x.final_values: floating tensors [T] or [T, N]; x.last_values: [] or [N]; x.terminated,
+    # # x.truncated: bool tensors. Build the result without in-place writes, then
+    # # return like_inputs(next_values, values, final_values, last_values).
+    # raise not_implemented("bootstrap_values")
+    # END STUB
 
 
 def minibatch_indices(batch_size: int, minibatch_size: int, generator: torch.Generator) -> list[torch.Tensor]:
@@ -118,7 +157,13 @@ def minibatch_indices(batch_size: int, minibatch_size: int, generator: torch.Gen
         [4, 4, 2]
     """
     size, minibatch, generator = minibatch_inputs(batch_size, minibatch_size, generator)
+    # BEGIN SOLUTION
     return list(torch.randperm(size, generator=generator).split(minibatch))
+    # END SOLUTION
+    # BEGIN STUB
+    # # Draw the shuffle from `generator` (torch.randperm accepts one) so a seed fixes every epoch's minibatches.
+    # raise not_implemented("minibatch_indices")
+    # END STUB
 
 
 def ppo_update(
@@ -172,6 +217,7 @@ def ppo_update(
     """
     update_inputs(batch, epochs, minibatch_size, clip_epsilon, value_clip_epsilon, value_coefficient,
                   entropy_coefficient, max_grad_norm, target_kl, generator)
+    # BEGIN SOLUTION
     parameters = [p for group in optimizer.param_groups for p in group["params"]]
     totals = {"policy_loss": 0.0, "value_loss": 0.0, "entropy": 0.0, "grad_norm": 0.0}
     steps = 0
@@ -241,6 +287,14 @@ def _clipped_step(optimizer: Optimizer, parameters: list[torch.Tensor], loss: to
     grad_norm = torch.nn.utils.clip_grad_norm_(parameters, max_grad_norm)
     optimizer.step()
     return grad_norm
+    # END SOLUTION
+    # BEGIN STUB
+    # # All parameters the optimizer steps (for the gradient-norm clip):
+    # #     parameters = [p for group in optimizer.param_groups for p in group["params"]]
+    # # log pi(a|s) of the batch's actions: action_log_probs(actor(observations), actions). The losses and
+    # # diagnostics come from this package's clipped_surrogate module, the entropy from its reinforce module.
+    # raise not_implemented("ppo_update")
+    # END STUB
 
 
 def train_ppo(config: PPOConfig) -> dict[str, Any]:

@@ -13,6 +13,9 @@ import torch
 
 from kata.arrays import ArrayLike, like_inputs
 from kata.contracts.reinforce import entropy_inputs, reward_to_go_inputs, surrogate_inputs
+# BEGIN STUB
+# from kata.stub import not_implemented
+# END STUB
 
 
 def reinforce_surrogate_loss(log_probs: ArrayLike, advantages: ArrayLike) -> ArrayLike:
@@ -39,8 +42,15 @@ def reinforce_surrogate_loss(log_probs: ArrayLike, advantages: ArrayLike) -> Arr
         array(-0.5)
     """
     log_probs_t, advantages_t = surrogate_inputs(log_probs, advantages)
+    # BEGIN SOLUTION
     loss = -(log_probs_t * advantages_t.detach()).mean()
     return like_inputs(loss, log_probs, advantages)
+    # END SOLUTION
+    # BEGIN STUB
+    # # log_probs_t, advantages_t: floating tensors of one shape and dtype. Which of the two may carry gradient?
+    # # Return like_inputs(loss, log_probs, advantages) so NumPy callers get NumPy back.
+    # raise not_implemented("reinforce_surrogate_loss")
+    # END STUB
 
 
 def discounted_reward_to_go(rewards: ArrayLike, episode_ends: ArrayLike, gamma: float) -> ArrayLike:
@@ -65,6 +75,7 @@ def discounted_reward_to_go(rewards: ArrayLike, episode_ends: ArrayLike, gamma: 
         array([1.5, 1. , 1. ])
     """
     rewards_t, ends, gamma_value = reward_to_go_inputs(rewards, episode_ends, gamma)
+    # BEGIN SOLUTION
     carries = (~ends).to(rewards_t.dtype)
     # Backwards over time, out of place, so autograd through tensor rewards stays intact.
     returns = [rewards_t[0]] * rewards_t.shape[0]
@@ -73,6 +84,12 @@ def discounted_reward_to_go(rewards: ArrayLike, episode_ends: ArrayLike, gamma: 
         following = rewards_t[t] + gamma_value * carries[t] * following
         returns[t] = following
     return like_inputs(torch.stack(returns), rewards)
+    # END SOLUTION
+    # BEGIN STUB
+    # # rewards_t: [T] or [T, N] floats; ends: a bool tensor of that shape; gamma_value: a float. Walk t backwards
+    # # over axis 0 and build the result without in-place writes (keep autograd), then like_inputs(result, rewards).
+    # raise not_implemented("discounted_reward_to_go")
+    # END STUB
 
 
 def categorical_entropy(logits: ArrayLike) -> ArrayLike:
@@ -95,9 +112,16 @@ def categorical_entropy(logits: ArrayLike) -> ArrayLike:
         array([0.69314718, 0.        ])
     """
     logits_t = entropy_inputs(logits)
+    # BEGIN SOLUTION
     log_p = torch.log_softmax(logits_t, dim=-1)
     # A -inf log-probability (p = 0) would give 0 · -inf = NaN; clamping it to the lowest finite number keeps its
     # term, and its gradient, exactly 0.
     log_p = log_p.clamp_min(torch.finfo(log_p.dtype).min)
     entropy = (log_p.exp() * -log_p).sum(dim=-1)
     return like_inputs(entropy, logits)
+    # END SOLUTION
+    # BEGIN STUB
+    # # logits_t: [..., K] floats. Work with log-probabilities from a numerically stable function, and make sure an
+    # # action of probability 0 adds exactly 0 (not NaN). Return like_inputs(entropy, logits).
+    # raise not_implemented("categorical_entropy")
+    # END STUB

@@ -14,6 +14,9 @@ import torch
 
 from kata.arrays import ArrayLike, like_inputs
 from kata.contracts.response_masks import response_mask_inputs, token_log_prob_inputs
+# BEGIN STUB
+# from kata.stub import not_implemented
+# END STUB
 
 
 def response_token_mask(
@@ -51,6 +54,7 @@ def response_token_mask(
     ids, lengths, pad, eos, keep_eos = response_mask_inputs(
         input_ids, prompt_lengths, pad_token_id, eos_token_id, include_eos
     )
+    # BEGIN SOLUTION
     length = ids.shape[1]
     positions = torch.arange(length, device=ids.device)
     after_prompt = positions >= lengths[:, None]
@@ -66,6 +70,13 @@ def response_token_mask(
     in_response = after_prompt & (positions <= last[:, None])
     mask = in_response[:, 1:].to(torch.int64)  # label column j is token j + 1
     return like_inputs(mask, input_ids, prompt_lengths)
+    # END SOLUTION
+    # BEGIN STUB
+    # # ids: int64 tensor [B, T]; lengths: int64 tensor [B]; pad, eos: ints; keep_eos: bool. Decide, for every
+    # # token position, whether it is a response token, then shift to the label columns. Return an int64 tensor
+    # # through like_inputs(mask, input_ids, prompt_lengths) so NumPy callers get NumPy back.
+    # raise not_implemented("response_token_mask")
+    # END STUB
 
 
 def token_log_probs(logits: ArrayLike, input_ids: ArrayLike) -> ArrayLike:
@@ -84,7 +95,14 @@ def token_log_probs(logits: ArrayLike, input_ids: ArrayLike) -> ArrayLike:
         ValueError: non-floating logits, shapes that do not match, ids outside ``[0, V)``.
     """
     scores, ids = token_log_prob_inputs(logits, input_ids)
+    # BEGIN SOLUTION
     # Normalising the contiguous whole and dropping the last position after is quicker than normalising a slice.
     log_probs = torch.log_softmax(scores, dim=-1)[:, :-1]
     gathered = log_probs.gather(-1, ids[:, 1:, None]).squeeze(-1)
     return like_inputs(gathered, logits, input_ids)
+    # END SOLUTION
+    # BEGIN STUB
+    # # scores: floating tensor [B, T, V] (autograd kept); ids: int64 tensor [B, T] with ids in [0, V).
+    # # Return like_inputs(result, logits, input_ids).
+    # raise not_implemented("token_log_probs")
+    # END STUB

@@ -2,9 +2,10 @@
 
 One executable path through everything the module teaches about language-model policies: responses of different
 lengths ended by a sampled EOS, the causal shift, prompt and padding masks, a leave-one-out group baseline and
-token-level clipping. The task, the GRU policy, the verifier and the loop's frame live in ``kata``; this module
-writes the four parts a student writes, and hands them (with this package's ``rloo_advantages``,
-``response_token_mask``, ``token_log_probs`` and ``masked_token_ppo_objective``) to the frame.
+token-level clipping. The task, the GRU policy, the verifier and the loop's frame live in ``kata``; the four parts
+below (sampling, grouped advantages, the loss, one iteration) are the concept's, and the loop hands them (with this
+package's ``rloo_advantages``, ``response_token_mask``, ``token_log_probs`` and ``masked_token_ppo_objective``) to
+the frame: the package's own code is what learns.
 
 Row layout: ``[BOS, p<k> | response ... EOS, PAD ...]``; groups are prompt-major (rows ``k*G .. (k+1)*G - 1``
 answer prompt ``k``).
@@ -27,6 +28,9 @@ from kata.rloo_frame import IterationResult, run_rloo
 from kata.rloo_frame import sequence_profile_config as sequence_profile_config
 from kata.sequence_task import EOS_ID, MAX_NEW_TOKENS, PAD_ID, evaluate_policy
 from kata.sequence_task import decode_sequence as decode_sequence
+# BEGIN STUB
+# from kata.stub import not_implemented
+# END STUB
 
 from .baselines import rloo_advantages
 from .response_masks import response_token_mask, token_log_probs
@@ -66,6 +70,7 @@ def sample_responses(
     prompts, length, eos, pad, greedy, generator = sampling_inputs(
         model, prompt_ids, max_new_tokens, eos_token_id, pad_token_id, deterministic, generator
     )
+    # BEGIN SOLUTION
     rows = prompts.shape[0]
     ids = prompts.clone()
     finished = torch.zeros(rows, dtype=torch.bool)
@@ -87,6 +92,13 @@ def sample_responses(
             ids = torch.cat([ids, next_tokens[:, None]], dim=1)
             finished = finished | (next_tokens == eos)
     return like_inputs(ids, prompt_ids)
+    # END SOLUTION
+    # BEGIN STUB
+    # # prompts: a checked int64 tensor [B, P] (never change it in place: grow a copy with torch.cat). One step per
+    # # new token for all rows at once: model(ids)[:, -1] scores the next token; keep a `finished` flag per row.
+    # # Draw with torch.multinomial(..., generator=generator). Return like_inputs(ids, prompt_ids).
+    # raise not_implemented("sample_responses")
+    # END STUB
 
 
 def group_rloo_advantages(rewards: ArrayLike, group_size: int) -> ArrayLike:
@@ -105,8 +117,15 @@ def group_rloo_advantages(rewards: ArrayLike, group_size: int) -> ArrayLike:
         array([-1. ,  0.5,  0.5,  1. , -0.5, -0.5])
     """
     tensor, group_size = grouped_rewards(rewards, group_size)
+    # BEGIN SOLUTION
     advantages = rloo_advantages(tensor.reshape(-1, group_size)).reshape(-1)
     return like_inputs(advantages, rewards)
+    # END SOLUTION
+    # BEGIN STUB
+    # # tensor: checked floating [B] with B a multiple of group_size. This package's rloo_advantages works on
+    # # [groups, G]. Return like_inputs(advantages, rewards).
+    # raise not_implemented("group_rloo_advantages")
+    # END STUB
 
 
 def sequence_policy_loss(
@@ -138,6 +157,7 @@ def sequence_policy_loss(
         loss or its gradient; neither do ``old_log_probs`` outside the response.
     """
     check_loss_arguments(logits, input_ids, old_log_probs, advantages, clip_epsilon, reduction)
+    # BEGIN SOLUTION
     scores = torch.as_tensor(logits)
     ids = torch.as_tensor(input_ids)
     mask = response_token_mask(ids, torch.as_tensor(prompt_lengths), pad_token_id, eos_token_id, include_eos=True)
@@ -146,6 +166,12 @@ def sequence_policy_loss(
     adv = as_float_tensor(advantages, "advantages", like=new_log_probs).to(new_log_probs.dtype)
     objective = masked_token_ppo_objective(new_log_probs, old, adv, mask, clip_epsilon, reduction)
     return -objective
+    # END SOLUTION
+    # BEGIN STUB
+    # # Three concept functions of this package do the work: response_token_mask, token_log_probs and
+    # # masked_token_ppo_objective. Which EOS setting does a policy that must learn to stop need?
+    # raise not_implemented("sequence_policy_loss")
+    # END STUB
 
 
 def rloo_iteration(
@@ -183,6 +209,7 @@ def rloo_iteration(
         The model's parameters change; ``input_ids`` and ``rewards`` do not.
     """
     check_iteration_arguments(model, optimizer, input_ids, prompt_lengths, rewards, group_size, ppo_epochs)
+    # BEGIN SOLUTION
     ids = torch.as_tensor(input_ids).to(torch.int64)
     lengths = torch.as_tensor(prompt_lengths).to(torch.int64)
     advantages = torch.as_tensor(group_rloo_advantages(to_numpy(rewards).astype("float64"), group_size))
@@ -206,6 +233,12 @@ def rloo_iteration(
         old_log_probs=old_log_probs,
         epoch_losses=tuple(losses),
     )
+    # END SOLUTION
+    # BEGIN STUB
+    # # Return IterationResult(advantages=<float64 NumPy [B]>, response_mask=..., old_log_probs=...,
+    # # epoch_losses=tuple of floats). When must the old log-probs be computed, and under what context?
+    # raise not_implemented("rloo_iteration")
+    # END STUB
 
 
 def train_tiny_sequence_policy(seed: int, **config: Any) -> dict[str, Any]:

@@ -11,6 +11,9 @@ import torch
 
 from kata.arrays import ArrayLike, like_inputs
 from kata.contracts.token_objectives import check_reduction, token_log_prob_pair, token_ppo_inputs
+# BEGIN STUB
+# from kata.stub import not_implemented
+# END STUB
 
 from .clipped_surrogate import clipped_surrogate_terms
 
@@ -44,6 +47,7 @@ def masked_token_ppo_terms(
     new, old, adv, bool_mask, epsilon = token_ppo_inputs(
         new_log_probs, old_log_probs, advantages, mask, clip_epsilon
     )
+    # BEGIN SOLUTION
     # Select before exp: a masked difference of +1e4 would overflow to inf, and 0 * inf is NaN. torch.where also
     # sends exactly zero gradient to the unselected side.
     zero = new.new_zeros(())
@@ -52,6 +56,13 @@ def masked_token_ppo_terms(
     token_advantages = torch.where(bool_mask, adv[:, None].expand_as(new), zero)
     terms = clipped_surrogate_terms(safe_new, safe_old, token_advantages, clip_epsilon=epsilon)
     return like_inputs(tuple(terms), new_log_probs, old_log_probs, advantages, mask)
+    # END SOLUTION
+    # BEGIN STUB
+    # # new, old: floating tensors [B, L] of one dtype (new keeps its gradient); adv: [B]; bool_mask: bool [B, L];
+    # # epsilon: float. Neutralise the masked positions BEFORE anything is exponentiated, then hand the rest to
+    # # clipped_surrogate_terms. Return like_inputs(tuple_of_four, new_log_probs, old_log_probs, advantages, mask).
+    # raise not_implemented("masked_token_ppo_terms")
+    # END STUB
 
 
 def masked_token_ppo_objective(
@@ -98,6 +109,7 @@ def masked_token_ppo_objective(
     new, old, adv, bool_mask, epsilon = token_ppo_inputs(
         new_log_probs, old_log_probs, advantages, mask, clip_epsilon
     )
+    # BEGIN SOLUTION
     _, _, _, pessimistic = masked_token_ppo_terms(new, old, adv, bool_mask, epsilon)
     lengths = bool_mask.sum(dim=1).to(pessimistic.dtype)
     row_sums = pessimistic.sum(dim=1)  # masked terms are exactly 0
@@ -108,6 +120,12 @@ def masked_token_ppo_objective(
     else:
         value = row_sums.mean()
     return like_inputs(value, new_log_probs, old_log_probs, advantages, mask)
+    # END SOLUTION
+    # BEGIN STUB
+    # # Call masked_token_ppo_terms on these tensors, then reduce its pessimistic term as the docstring says.
+    # # Return like_inputs(value, new_log_probs, old_log_probs, advantages, mask).
+    # raise not_implemented("masked_token_ppo_objective")
+    # END STUB
 
 
 def sequence_log_probability_ratio(
@@ -123,8 +141,15 @@ def sequence_log_probability_ratio(
         ValueError: shapes that do not match, a mask that is not 0/1.
     """
     new, old, bool_mask = token_log_prob_pair(new_log_probs, old_log_probs, mask)
+    # BEGIN SOLUTION
     log_ratio = torch.where(bool_mask, new - old, new.new_zeros(())).sum(dim=1)
     return like_inputs(log_ratio, new_log_probs, old_log_probs, mask)
+    # END SOLUTION
+    # BEGIN STUB
+    # # new, old: floating tensors [B, L] of one dtype; bool_mask: bool [B, L].
+    # # Return like_inputs(result, new_log_probs, old_log_probs, mask).
+    # raise not_implemented("sequence_log_probability_ratio")
+    # END STUB
 
 
 def sequence_probability_ratio(
@@ -140,6 +165,13 @@ def sequence_probability_ratio(
     Raises:
         ValueError: shapes that do not match, a mask that is not 0/1.
     """
+    # BEGIN SOLUTION
     log_ratio = sequence_log_probability_ratio(new_log_probs, old_log_probs, mask)
     ratio = torch.exp(torch.as_tensor(log_ratio))
     return like_inputs(ratio, new_log_probs, old_log_probs, mask)
+    # END SOLUTION
+    # BEGIN STUB
+    # token_log_prob_pair(new_log_probs, old_log_probs, mask)
+    # # Build on sequence_log_probability_ratio. Return like_inputs(result, new_log_probs, old_log_probs, mask).
+    # raise not_implemented("sequence_probability_ratio")
+    # END STUB
