@@ -62,6 +62,7 @@ def gae_masks(terminated: ArrayLike, truncated: ArrayLike) -> tuple[ArrayLike, A
         ValueError: the flags are not 0/1, differ in shape, are not 1-D or 2-D, or are empty.
 
     Example:
+        >>> import numpy as np
         >>> gae_masks(np.array([False, True, False, False]), np.array([False, False, True, False]))
         (array([False,  True, False, False]), array([False,  True,  True,  True]))
     """
@@ -92,6 +93,7 @@ def bootstrap_values(values: ArrayLike, final_values: ArrayLike, last_values: Ar
         ValueError: shapes do not match, or flags are not 0/1.
 
     Example:
+        >>> import numpy as np
         >>> bootstrap_values(np.array([1.0, 2.0, 3.0]), np.array([0.0, 9.0, 0.0]), np.array(4.0),
         ...                  np.array([False, False, False]), np.array([False, True, False]))
         array([2., 9., 4.])

@@ -42,6 +42,7 @@ def response_token_mask(
         A response with no EOS runs to its last non-pad token. An empty response gives a row of zeros.
 
     Example:
+        >>> import numpy as np
         >>> response_token_mask(np.array([[1, 10, 11, 20, 21, 2, 0]]), np.array([3]),
         ...                     pad_token_id=0, eos_token_id=2, include_eos=True)
         array([[0, 0, 1, 1, 1, 0]])

@@ -86,6 +86,7 @@ def group_rloo_advantages(rewards: ArrayLike, group_size: int) -> ArrayLike:
         consecutive group of G rows sum to zero, and no group's rewards affect another's advantages.
 
     Example:
+        >>> import numpy as np
         >>> group_rloo_advantages(np.array([0.0, 1.0, 1.0, 1.0, 0.0, 0.0]), group_size=3)
         array([-1. ,  0.5,  0.5,  1. , -0.5, -0.5])
     """

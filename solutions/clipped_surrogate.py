@@ -51,6 +51,7 @@ def clipped_surrogate_terms(
         ValueError: shapes differ, inputs are empty, or ``clip_epsilon <= 0``.
 
     Example:
+        >>> import numpy as np
         >>> ratio, unclipped, clipped, pessimistic = clipped_surrogate_terms(
         ...     np.log([1.5, 0.5]), np.zeros(2), np.array([1.0, 1.0]), clip_epsilon=0.2)
         >>> pessimistic
@@ -81,6 +82,7 @@ def clipped_policy_loss(
     Arguments and errors as :func:`clipped_surrogate_terms`. Returns a scalar (see the module docstring).
 
     Example:
+        >>> import numpy as np
         >>> clipped_policy_loss(np.log([1.5, 0.5]), np.zeros(2), np.array([1.0, 1.0]), clip_epsilon=0.2)
         array(-0.85)
     """
@@ -117,6 +119,7 @@ def clipped_value_loss(
         ValueError: shapes differ, inputs are empty, or ``clip_epsilon <= 0``.
 
     Example:
+        >>> import numpy as np
         >>> clipped_value_loss(np.array([3.0]), np.array([1.0]), np.array([3.0]), clip_epsilon=0.5)
         array(1.125)
     """
@@ -161,6 +164,7 @@ def ppo_loss(
         ValueError: a loss is not a single number, ``entropy`` is empty, or a coefficient is negative.
 
     Example:
+        >>> import numpy as np
         >>> ppo_loss(np.array(1.0), np.array(2.0), np.array([0.5, 1.5]), value_coefficient=0.5,
         ...          entropy_coefficient=0.1)
         array(1.9)
@@ -197,6 +201,7 @@ def approximate_kl(new_log_probs: ArrayLike, old_log_probs: ArrayLike) -> ArrayL
         ValueError: shapes differ, or inputs are empty.
 
     Example:
+        >>> import numpy as np
         >>> approximate_kl(np.log([2.0, 0.5]), np.zeros(2))
         array(0.25)
     """
@@ -225,6 +230,7 @@ def active_clip_fraction(
     without gradient.
 
     Example:
+        >>> import numpy as np
         >>> active_clip_fraction(np.log([1.5, 0.5, 1.5, 1.0]), np.zeros(4), np.array([1.0, 1.0, -1.0, 1.0]),
         ...                      clip_epsilon=0.2)
         array(0.25)
@@ -259,6 +265,7 @@ def ratio_outside_fraction(new_log_probs: ArrayLike, old_log_probs: ArrayLike, c
         ValueError: shapes differ, inputs are empty, or ``clip_epsilon <= 0``.
 
     Example:
+        >>> import numpy as np
         >>> ratio_outside_fraction(np.log([1.5, 0.5, 1.1, 1.0]), np.zeros(4), clip_epsilon=0.2)
         array(0.5)
     """

@@ -54,6 +54,7 @@ def gae_advantages(
             gae_lambda is outside [0, 1].
 
     Example (the lab's two records: a rollout-buffer cut that still bootstraps, then a terminal):
+        >>> import numpy as np
         >>> gae_advantages(np.array([1.0, 100.0]), np.array([2.0, 0.0]), np.array([10.0, 0.0]),
         ...                np.array([False, True]), np.array([True, True]), gamma=0.9, gae_lambda=1.0)
         array([  8., 100.])

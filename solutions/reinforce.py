@@ -38,6 +38,7 @@ def reinforce_surrogate_loss(log_probs: ArrayLike, advantages: ArrayLike) -> Arr
         ValueError: the shapes differ, or the inputs are empty.
 
     Example:
+        >>> import numpy as np
         >>> reinforce_surrogate_loss(np.array([-0.5, -2.0]), np.array([2.0, -1.0]))
         array(-0.5)
     """
@@ -71,6 +72,7 @@ def discounted_reward_to_go(rewards: ArrayLike, episode_ends: ArrayLike, gamma: 
         ValueError: ``rewards`` is not 1-D or 2-D, shapes differ, the mask is not 0/1, gamma is outside [0, 1].
 
     Example:
+        >>> import numpy as np
         >>> discounted_reward_to_go(np.array([1.0, 1.0, 1.0]), np.array([0, 1, 0]), gamma=0.5)
         array([1.5, 1. , 1. ])
     """
@@ -108,6 +110,7 @@ def categorical_entropy(logits: ArrayLike) -> ArrayLike:
         ValueError: no last axis, an empty action axis, NaN or +inf, or a row with every logit -inf.
 
     Example:
+        >>> import numpy as np
         >>> categorical_entropy(np.array([[0.0, 0.0], [0.0, -1e9]]))
         array([0.69314718, 0.        ])
     """
