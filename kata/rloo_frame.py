@@ -79,7 +79,7 @@ class IterationResult:
 
 
 @dataclass(frozen=True)
-class RolloutBatch:
+class SequenceBatch:
     """One iteration's rollout as the lab prints it (``first_batch``).
 
     Attributes:
@@ -122,7 +122,7 @@ def run_rloo(
     the last one.
 
     Returns:
-        ``model``; ``first_batch`` (:class:`RolloutBatch` of iteration 0); ``history``, a dict of lists, one entry
+        ``model``; ``first_batch`` (:class:`SequenceBatch` of iteration 0); ``history``, a dict of lists, one entry
         per evaluation: ``iteration`` (updates done), ``evaluation_mean_reward``, ``success_rate``,
         ``train_mean_reward`` (the latest rollout's mean reward; NaN before any), ``min_exact_probability`` (the
         least probability, over the prompts, of sampling the exact response), ``elapsed_seconds`` (wall time
@@ -158,7 +158,7 @@ def run_rloo(
             "min_exact_probability": [],
             "elapsed_seconds": [],
         }
-        first_batch: RolloutBatch | None = None
+        first_batch: SequenceBatch | None = None
         train_mean_reward = float("nan")
 
         def evaluate(iteration: int) -> dict[str, Any]:
@@ -197,7 +197,7 @@ def run_rloo(
             )
             train_mean_reward = float(rewards.mean())
             if first_batch is None:
-                first_batch = RolloutBatch(
+                first_batch = SequenceBatch(
                     prompt_classes=classes.copy(),
                     input_ids=input_ids,
                     prompt_lengths=prompt_lengths,
