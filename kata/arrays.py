@@ -60,6 +60,14 @@ def as_float_tensor(value: ArrayLike, name: str, *, like: torch.Tensor | None = 
     return tensor
 
 
+def as_token_ids(value: ArrayLike, name: str) -> torch.Tensor:
+    """``value`` as an int64 tensor of token ids; boolean, floating or complex data is a ValueError naming ``name``."""
+    tensor = as_tensor(value, name)
+    if tensor.dtype == torch.bool or torch.is_floating_point(tensor) or torch.is_complex(tensor):
+        raise ValueError(f"{name} must hold integer token ids; got dtype {tensor.dtype}")
+    return tensor.to(torch.int64)
+
+
 def like_inputs(result: Any, *inputs: Any) -> Any:
     """``result`` (a tensor, or a tuple of them) as NumPy unless one of ``inputs`` was a tensor."""
     if any_tensor(*inputs):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from functools import reduce
+from typing import NamedTuple
 
 import torch
 
@@ -31,28 +32,44 @@ def _agree(tensors: list[torch.Tensor]) -> bool:
             and all(t.dtype == first.dtype and t.shape == first.shape for t in tensors[1:]))
 
 
-def ratio_inputs(new_log_probs: ArrayLike, old_log_probs: ArrayLike) -> tuple[torch.Tensor, torch.Tensor]:
+class RatioInputs(NamedTuple):
+    new_log_probs: torch.Tensor
+    old_log_probs: torch.Tensor
+
+
+def ratio_inputs(new_log_probs: ArrayLike, old_log_probs: ArrayLike) -> RatioInputs:
     """New and old log-probabilities: floating tensors of one shape and dtype (autograd kept)."""
-    new, old = _same_shape_floats(("new_log_probs", new_log_probs), ("old_log_probs", old_log_probs))
-    return new, old
+    return RatioInputs(*_same_shape_floats(("new_log_probs", new_log_probs), ("old_log_probs", old_log_probs)))
+
+
+class SurrogateInputs(NamedTuple):
+    new_log_probs: torch.Tensor
+    old_log_probs: torch.Tensor
+    advantages: torch.Tensor
+    clip_epsilon: float
 
 
 def surrogate_inputs(
     new_log_probs: ArrayLike, old_log_probs: ArrayLike, advantages: ArrayLike, clip_epsilon: float
-) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, float]:
+) -> SurrogateInputs:
     """New and old log-probabilities and advantages of one shape and dtype, and ``clip_epsilon > 0``."""
     new, old, adv = _same_shape_floats(
         ("new_log_probs", new_log_probs), ("old_log_probs", old_log_probs), ("advantages", advantages)
     )
-    return new, old, adv, check_positive("clip_epsilon", clip_epsilon)
+    return SurrogateInputs(new, old, adv, check_positive("clip_epsilon", clip_epsilon))
 
 
-def value_inputs(
-    values: ArrayLike, old_values: ArrayLike, returns: ArrayLike, clip_epsilon: float
-) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, float]:
+class ValueInputs(NamedTuple):
+    values: torch.Tensor
+    old_values: torch.Tensor
+    returns: torch.Tensor
+    clip_epsilon: float
+
+
+def value_inputs(values: ArrayLike, old_values: ArrayLike, returns: ArrayLike, clip_epsilon: float) -> ValueInputs:
     """Values, old values and returns of one shape and dtype, and ``clip_epsilon > 0``."""
     new, old, ret = _same_shape_floats(("values", values), ("old_values", old_values), ("returns", returns))
-    return new, old, ret, check_positive("clip_epsilon", clip_epsilon)
+    return ValueInputs(new, old, ret, check_positive("clip_epsilon", clip_epsilon))
 
 
 def _scalar_tensor(name: str, value: ArrayLike) -> torch.Tensor:
@@ -64,13 +81,21 @@ def _scalar_tensor(name: str, value: ArrayLike) -> torch.Tensor:
     return tensor.reshape(())
 
 
+class PPOLossInputs(NamedTuple):
+    policy_loss: torch.Tensor
+    value_loss: torch.Tensor
+    entropy: torch.Tensor
+    value_coefficient: float
+    entropy_coefficient: float
+
+
 def ppo_loss_inputs(
     policy_loss: ArrayLike,
     value_loss: ArrayLike,
     entropy: ArrayLike,
     value_coefficient: float,
     entropy_coefficient: float,
-) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, float, float]:
+) -> PPOLossInputs:
     """Two scalar losses, a non-empty entropy array, and non-negative coefficients; tensors in one dtype."""
     policy = _scalar_tensor("policy_loss", policy_loss)
     value = _scalar_tensor("value_loss", value_loss)
@@ -78,7 +103,7 @@ def ppo_loss_inputs(
     if entropy_t.numel() == 0:
         raise ValueError(f"entropy must hold at least one value; got shape {tuple(entropy_t.shape)}")
     dtype = reduce(torch.promote_types, (policy.dtype, value.dtype, entropy_t.dtype))
-    return (
+    return PPOLossInputs(
         policy.to(dtype),
         value.to(dtype),
         entropy_t.to(dtype),

@@ -20,7 +20,12 @@ from kata.arrays import (
 )
 
 
-def flag_inputs(terminated: ArrayLike, truncated: ArrayLike) -> tuple[torch.Tensor, torch.Tensor]:
+class FlagInputs(NamedTuple):
+    terminated: torch.Tensor
+    truncated: torch.Tensor
+
+
+def flag_inputs(terminated: ArrayLike, truncated: ArrayLike) -> FlagInputs:
     """``terminated`` and ``truncated`` as bool tensors of one shape ``[T]`` or time-major ``[T, N]``, T >= 1."""
     terminated_t = check_binary_mask("terminated", terminated)
     truncated_t = check_binary_mask("truncated", truncated)
@@ -28,7 +33,7 @@ def flag_inputs(terminated: ArrayLike, truncated: ArrayLike) -> tuple[torch.Tens
     check_same_shape("terminated", terminated_t, truncated=truncated_t)
     if terminated_t.shape[0] == 0:
         raise ValueError("terminated must hold at least one time step; got shape (0, ...)")
-    return terminated_t, truncated_t
+    return FlagInputs(terminated_t, truncated_t)
 
 
 class BootstrapInputs(NamedTuple):
@@ -53,20 +58,39 @@ def bootstrap_inputs(values: ArrayLike, final_values: ArrayLike, last_values: Ar
     return BootstrapInputs(values_t, final_t, last_t, terminated_t, truncated_t)
 
 
-def minibatch_inputs(batch_size: int, minibatch_size: int, generator: Any) -> tuple[int, int, torch.Generator]:
+class MinibatchInputs(NamedTuple):
+    batch_size: int
+    minibatch_size: int
+    generator: torch.Generator
+
+
+def minibatch_inputs(batch_size: int, minibatch_size: int, generator: Any) -> MinibatchInputs:
     size = check_integer("batch_size", batch_size, 1)
     minibatch = check_integer("minibatch_size", minibatch_size, 1)
     if not isinstance(generator, torch.Generator):
         raise ValueError(f"generator must be a torch.Generator (it fixes the shuffles); got {type(generator).__name__}")
-    return size, minibatch, generator
+    return MinibatchInputs(size, minibatch, generator)
 
 
 _BATCH_FIELDS = ("observations", "actions", "old_log_probs", "old_values", "advantages", "returns")
 
 
+class UpdateInputs(NamedTuple):
+    batch: Any  # a kata.ppo_frame.RolloutBatch
+    epochs: int
+    minibatch_size: int
+    clip_epsilon: float
+    value_clip_epsilon: float
+    value_coefficient: float
+    entropy_coefficient: float
+    max_grad_norm: float
+    target_kl: float | None
+    generator: torch.Generator
+
+
 def update_inputs(batch: Any, epochs: int, minibatch_size: int, clip_epsilon: float, value_clip_epsilon: float,
                   value_coefficient: float, entropy_coefficient: float, max_grad_norm: float,
-                  target_kl: float | None, generator: Any) -> None:
+                  target_kl: float | None, generator: Any) -> UpdateInputs:
     """Check ``ppo_update``'s arguments: a RolloutBatch of matching tensors and valid hyperparameters."""
     missing = [name for name in _BATCH_FIELDS if not isinstance(getattr(batch, name, None), torch.Tensor)]
     if missing:
@@ -79,14 +103,16 @@ def update_inputs(batch: Any, epochs: int, minibatch_size: int, clip_epsilon: fl
         raise ValueError(f"batch.observations must be [{size}, obs]; got {tuple(batch.observations.shape)}")
     for name in _BATCH_FIELDS[2:]:
         check_shape(f"batch.{name}", getattr(batch, name), (size,))
-    check_integer("epochs", epochs, 1)
-    check_integer("minibatch_size", minibatch_size, 1)
-    for name, value in (("clip_epsilon", clip_epsilon), ("value_clip_epsilon", value_clip_epsilon),
-                        ("max_grad_norm", max_grad_norm)):
-        check_positive(name, value)
-    check_non_negative("value_coefficient", value_coefficient)
-    check_non_negative("entropy_coefficient", entropy_coefficient)
+    epochs = check_integer("epochs", epochs, 1)
+    minibatch_size = check_integer("minibatch_size", minibatch_size, 1)
+    clip_epsilon = check_positive("clip_epsilon", clip_epsilon)
+    value_clip_epsilon = check_positive("value_clip_epsilon", value_clip_epsilon)
+    max_grad_norm = check_positive("max_grad_norm", max_grad_norm)
+    value_coefficient = check_non_negative("value_coefficient", value_coefficient)
+    entropy_coefficient = check_non_negative("entropy_coefficient", entropy_coefficient)
     if target_kl is not None:
-        check_positive("target_kl", target_kl)
+        target_kl = check_positive("target_kl", target_kl)
     if not isinstance(generator, torch.Generator):
         raise ValueError(f"generator must be a torch.Generator (it fixes the shuffles); got {type(generator).__name__}")
+    return UpdateInputs(batch, epochs, minibatch_size, clip_epsilon, value_clip_epsilon, value_coefficient,
+                        entropy_coefficient, max_grad_norm, target_kl, generator)

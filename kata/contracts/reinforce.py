@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import torch
 
 from kata.arrays import (
@@ -19,26 +21,35 @@ def _non_empty(name: str, tensor: torch.Tensor) -> None:
         raise ValueError(f"{name} must hold at least one value; got shape {tuple(tensor.shape)}")
 
 
-def surrogate_inputs(log_probs: ArrayLike, advantages: ArrayLike) -> tuple[torch.Tensor, torch.Tensor]:
+class ReinforceLossInputs(NamedTuple):
+    log_probs: torch.Tensor
+    advantages: torch.Tensor
+
+
+def surrogate_inputs(log_probs: ArrayLike, advantages: ArrayLike) -> ReinforceLossInputs:
     """``log_probs`` and ``advantages`` as floating tensors of one shape and one dtype (autograd kept)."""
     log_probs_t = as_float_tensor(log_probs, "log_probs")
     advantages_t = as_float_tensor(advantages, "advantages", like=log_probs_t)
     _non_empty("log_probs", log_probs_t)
     check_same_shape("log_probs", log_probs_t, advantages=advantages_t)
     dtype = torch.promote_types(log_probs_t.dtype, advantages_t.dtype)
-    return log_probs_t.to(dtype), advantages_t.to(dtype)
+    return ReinforceLossInputs(log_probs_t.to(dtype), advantages_t.to(dtype))
 
 
-def reward_to_go_inputs(
-    rewards: ArrayLike, episode_ends: ArrayLike, gamma: float
-) -> tuple[torch.Tensor, torch.Tensor, float]:
+class RewardToGoInputs(NamedTuple):
+    rewards: torch.Tensor
+    episode_ends: torch.Tensor
+    gamma: float
+
+
+def reward_to_go_inputs(rewards: ArrayLike, episode_ends: ArrayLike, gamma: float) -> RewardToGoInputs:
     """``rewards`` as a floating ``[T]`` or ``[T, N]`` tensor, ``episode_ends`` as a bool tensor of that shape, and
     ``gamma`` in [0, 1]."""
     rewards_t = as_float_tensor(rewards, "rewards")
     check_ndim("rewards", rewards_t, (1, 2))
     ends = check_binary_mask("episode_ends", episode_ends)
     check_same_shape("rewards", rewards_t, episode_ends=ends)
-    return rewards_t, ends, check_probability("gamma", gamma)
+    return RewardToGoInputs(rewards_t, ends, check_probability("gamma", gamma))
 
 
 def entropy_inputs(logits: ArrayLike) -> torch.Tensor:

@@ -6,7 +6,7 @@ from typing import NamedTuple
 
 import torch
 
-from kata.arrays import ArrayLike, as_tensor, check_integer, check_ndim
+from kata.arrays import ArrayLike, as_tensor, as_token_ids, check_integer, check_ndim
 
 
 class MaskInputs(NamedTuple):
@@ -19,13 +19,6 @@ class MaskInputs(NamedTuple):
     include_eos: bool
 
 
-def _token_ids(value: ArrayLike, name: str) -> torch.Tensor:
-    tensor = as_tensor(value, name)
-    if tensor.dtype == torch.bool or torch.is_floating_point(tensor) or torch.is_complex(tensor):
-        raise ValueError(f"{name} must hold integer token ids; got dtype {tensor.dtype}")
-    return tensor.to(torch.int64)
-
-
 def response_mask_inputs(
     input_ids: ArrayLike,
     prompt_lengths: ArrayLike,
@@ -34,7 +27,7 @@ def response_mask_inputs(
     include_eos: bool,
 ) -> MaskInputs:
     """Check every argument of ``response_token_mask``; inputs are never changed."""
-    ids = _token_ids(input_ids, "input_ids")
+    ids = as_token_ids(input_ids, "input_ids")
     check_ndim("input_ids", ids, (2,))
     batch, length = ids.shape
     if batch < 1 or length < 2:
@@ -42,7 +35,7 @@ def response_mask_inputs(
             "input_ids must be [B, T] with B >= 1 rows and T >= 2 tokens (a label needs a token before it); "
             f"got shape {tuple(ids.shape)}"
         )
-    lengths = _token_ids(prompt_lengths, "prompt_lengths").to(ids.device)
+    lengths = as_token_ids(prompt_lengths, "prompt_lengths").to(ids.device)
     check_ndim("prompt_lengths", lengths, (1,))
     if lengths.shape[0] != batch:
         raise ValueError(
@@ -78,7 +71,7 @@ def token_log_prob_inputs(logits: ArrayLike, input_ids: ArrayLike) -> LogProbInp
     if not torch.is_floating_point(scores):
         raise ValueError(f"logits must be floating point; got dtype {scores.dtype}")
     check_ndim("logits", scores, (3,))
-    ids = _token_ids(input_ids, "input_ids").to(scores.device)
+    ids = as_token_ids(input_ids, "input_ids").to(scores.device)
     check_ndim("input_ids", ids, (2,))
     if tuple(ids.shape) != tuple(scores.shape[:2]):
         raise ValueError(

@@ -10,19 +10,13 @@ from kata.arrays import (
     ArrayLike,
     as_float_tensor,
     as_tensor,
+    as_token_ids,
     check_choice,
     check_integer,
     check_ndim,
     check_positive,
 )
 from kata.contracts.token_objectives import REDUCTIONS
-
-
-def _token_ids(value: ArrayLike, name: str) -> torch.Tensor:
-    tensor = as_tensor(value, name)
-    if tensor.dtype == torch.bool or torch.is_floating_point(tensor) or torch.is_complex(tensor):
-        raise ValueError(f"{name} must hold integer token ids; got dtype {tensor.dtype}")
-    return tensor.to(torch.int64)
 
 
 class SamplingInputs(NamedTuple):
@@ -48,7 +42,7 @@ def sampling_inputs(
     """Check every argument of ``sample_responses``; inputs are never changed."""
     if not callable(model):
         raise ValueError(f"model must be callable (input_ids [B, t] -> logits [B, t, V]); got {type(model).__name__}")
-    prompts = _token_ids(prompt_ids, "prompt_ids")
+    prompts = as_token_ids(prompt_ids, "prompt_ids")
     check_ndim("prompt_ids", prompts, (2,))
     if prompts.shape[0] < 1 or prompts.shape[1] < 1:
         raise ValueError(f"prompt_ids must be [B, P] with B >= 1 and P >= 1; got shape {tuple(prompts.shape)}")
@@ -66,7 +60,12 @@ def sampling_inputs(
     )
 
 
-def grouped_rewards(rewards: ArrayLike, group_size: int) -> tuple[torch.Tensor, int]:
+class GroupedRewards(NamedTuple):
+    rewards: torch.Tensor
+    group_size: int
+
+
+def grouped_rewards(rewards: ArrayLike, group_size: int) -> GroupedRewards:
     """``rewards`` as a floating ``[B]`` tensor with ``B`` a multiple of ``group_size >= 2``, and ``group_size``."""
     group_size = check_integer("group_size", group_size, 2)
     tensor = as_float_tensor(rewards, "rewards")
@@ -76,7 +75,19 @@ def grouped_rewards(rewards: ArrayLike, group_size: int) -> tuple[torch.Tensor, 
             f"rewards must be [B] with B a positive multiple of group_size = {group_size} (prompt-major groups); "
             f"got shape {tuple(tensor.shape)}"
         )
-    return tensor, group_size
+    return GroupedRewards(tensor, group_size)
+
+
+class LossInputs(NamedTuple):
+    """Checked arguments of ``sequence_policy_loss``: floating ``logits [B, T, V]``, int64 ``input_ids [B, T]``,
+    floating ``old_log_probs [B, T - 1]`` and ``advantages [B]``."""
+
+    logits: torch.Tensor
+    input_ids: torch.Tensor
+    old_log_probs: torch.Tensor
+    advantages: torch.Tensor
+    clip_epsilon: float
+    reduction: str
 
 
 def check_loss_arguments(
@@ -86,13 +97,13 @@ def check_loss_arguments(
     advantages: ArrayLike,
     clip_epsilon: float,
     reduction: str,
-) -> None:
+) -> LossInputs:
     """Shapes of ``sequence_policy_loss``'s arguments: logits ``[B, T, V]``, the rest aligned with them."""
     scores = as_tensor(logits, "logits")
     if not torch.is_floating_point(scores):
         raise ValueError(f"logits must be floating point; got dtype {scores.dtype}")
     check_ndim("logits", scores, (3,))
-    ids = _token_ids(input_ids, "input_ids")
+    ids = as_token_ids(input_ids, "input_ids")
     if tuple(ids.shape) != tuple(scores.shape[:2]):
         raise ValueError(f"input_ids must be [B, T] matching logits {tuple(scores.shape)}; got {tuple(ids.shape)}")
     old = as_float_tensor(old_log_probs, "old_log_probs")
@@ -105,8 +116,21 @@ def check_loss_arguments(
     adv = as_float_tensor(advantages, "advantages")
     if tuple(adv.shape) != (scores.shape[0],):
         raise ValueError(f"advantages must be [B] = ({scores.shape[0]},), one per row; got {tuple(adv.shape)}")
-    check_positive("clip_epsilon", clip_epsilon)
-    check_choice("reduction", reduction, REDUCTIONS)
+    return LossInputs(scores, ids, old, adv, check_positive("clip_epsilon", clip_epsilon),
+                      check_choice("reduction", reduction, REDUCTIONS))
+
+
+class IterationInputs(NamedTuple):
+    """Checked arguments of ``rloo_iteration``: int64 ``input_ids [B, T]`` and ``prompt_lengths [B]``, floating
+    ``rewards [B]`` in groups of ``group_size``."""
+
+    model: Any
+    optimizer: Any
+    input_ids: torch.Tensor
+    prompt_lengths: torch.Tensor
+    rewards: torch.Tensor
+    group_size: int
+    ppo_epochs: int
 
 
 def check_iteration_arguments(
@@ -117,7 +141,7 @@ def check_iteration_arguments(
     rewards: ArrayLike,
     group_size: int,
     ppo_epochs: int,
-) -> None:
+) -> IterationInputs:
     """The arguments of ``rloo_iteration`` that no concept function checks for it."""
     if not callable(model):
         raise ValueError(f"model must be callable (input_ids -> logits); got {type(model).__name__}")
@@ -125,14 +149,15 @@ def check_iteration_arguments(
         raise ValueError(
             f"optimizer must have zero_grad() and step(), like a torch.optim.Optimizer; got {type(optimizer).__name__}"
         )
-    ids = _token_ids(input_ids, "input_ids")
+    ids = as_token_ids(input_ids, "input_ids")
     check_ndim("input_ids", ids, (2,))
-    lengths = _token_ids(prompt_lengths, "prompt_lengths")
+    lengths = as_token_ids(prompt_lengths, "prompt_lengths")
     if tuple(lengths.shape) != (ids.shape[0],):
         raise ValueError(f"prompt_lengths must be [B] = ({ids.shape[0]},); got {tuple(lengths.shape)}")
-    reward_tensor, _ = grouped_rewards(rewards, group_size)
+    reward_tensor, group_size = grouped_rewards(rewards, group_size)
     if reward_tensor.shape[0] != ids.shape[0]:
         raise ValueError(
             f"rewards must hold one reward per row of input_ids ({ids.shape[0]}); got {reward_tensor.shape[0]}"
         )
-    check_integer("ppo_epochs", ppo_epochs, 1)
+    return IterationInputs(model, optimizer, ids, lengths, reward_tensor, group_size,
+                           check_integer("ppo_epochs", ppo_epochs, 1))
