@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, Phase, Verbosity, settings
 
 from kata import impl as implementations
 from kata.manifest import CONCEPTS
-from kata.stub import NOT_IMPLEMENTED_PREFIX
+from kata.stub import is_stub_error, leaf_exceptions
 
 pytest_plugins = ["kata.progress"]  # records results for `kata status`; reports them to `kata grade`
 # ---- Hypothesis profiles ---------------------------------------------------------------------------------------
@@ -112,16 +112,10 @@ def impl(request: pytest.FixtureRequest) -> implementations.Implementation:
 # ---- readable failures -----------------------------------------------------------------------------------------
 
 
-def _leaf_exceptions(error: BaseException) -> list[BaseException]:
-    if isinstance(error, BaseExceptionGroup):
-        return [leaf for inner in error.exceptions for leaf in _leaf_exceptions(inner)]
-    return [error]
-
-
 def _student_line(error: BaseException) -> str | None:
     """One line for an untouched stub or a module that does not import; None for a real failure."""
-    for leaf in _leaf_exceptions(error):
-        if isinstance(leaf, NotImplementedError) and str(leaf).startswith(NOT_IMPLEMENTED_PREFIX):
+    for leaf in leaf_exceptions(error):
+        if is_stub_error(leaf):
             return str(leaf)
         if isinstance(leaf, implementations.ImplementationImportError):
             return str(leaf)

@@ -27,6 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import torch  # noqa: E402
 
 from kata import impl as implementations  # noqa: E402
+from kata.manifest import PROFILES  # noqa: E402
 from kata.ppo_frame import first_step_reaching, late_evaluation_minimum  # noqa: E402
 
 SEEDS = {"smoke": [11, 37], "full": [11, 37, 71, 101, 131]}
@@ -68,7 +69,7 @@ def run_in_worker(spec, config):
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--profile", choices=("smoke", "full"), default="smoke")
+    parser.add_argument("--profile", choices=PROFILES, default="smoke")
     parser.add_argument("--impl", default="solutions")
     parser.add_argument("--seeds", type=int, nargs="*", default=None)
     parser.add_argument("--threads", action="store_true", help="also time torch's default thread count")

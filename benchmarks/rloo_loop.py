@@ -26,6 +26,7 @@ import numpy as np  # noqa: E402
 from machine import describe_machine  # noqa: E402
 
 from kata import impl as implementations  # noqa: E402
+from kata.manifest import PROFILES  # noqa: E402
 from kata.rloo_frame import sequence_profile_config  # noqa: E402
 
 TARGET_SECONDS = 10.0
@@ -33,7 +34,7 @@ TARGET_SECONDS = 10.0
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--profile", default="smoke", choices=["smoke", "full"])
+    parser.add_argument("--profile", default="smoke", choices=PROFILES)
     parser.add_argument("--impl", default="solutions")
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4])
     parser.add_argument("--evaluation-every", type=int, default=None, help="override the profile's")

@@ -24,12 +24,12 @@ import sys
 import textwrap
 import time
 from collections.abc import Sequence
-from pathlib import Path
 
 from kata import status
-from kata.manifest import CONCEPTS, MAX_POINTS, Concept, concept
+from kata.grade import DEFAULT_TIMEOUT
+from kata.impl import REPOSITORY_ROOT
+from kata.manifest import CONCEPTS, MAX_POINTS, PROFILES, Concept, concept
 
-REPOSITORY_ROOT = Path(__file__).resolve().parent.parent
 WIDTH = 100
 DELEGATED = {
     "mistakes": ("kata.mistakes", "run each concept's tests against every wrong implementation in mistakes/ "
@@ -117,7 +117,7 @@ def cmd_status(args: argparse.Namespace) -> int:
     return 0
 
 
-CHECK_TEST_TIMEOUT = 60.0  # seconds per test; a slow integration test takes ~10 s on a loaded 2-core machine
+CHECK_TEST_TIMEOUT = DEFAULT_TIMEOUT  # the grader's limit per test, so a concept kata check passes is graded alike
 CHECK_SLOW_TEST_TIMEOUT = 300.0
 
 
@@ -315,8 +315,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", metavar="FILE", help="write the JSON report to FILE")
     p.add_argument("--csv", metavar="FILE", help="write one CSV row per submission to FILE")
     p.add_argument("--gradescope", metavar="FILE", help="write an autograder results.json to FILE")
-    p.add_argument("--timeout", type=positive_float, default=60.0, metavar="SECONDS",
-                   help="limit per test (default 60)")
+    p.add_argument("--timeout", type=positive_float, default=DEFAULT_TIMEOUT, metavar="SECONDS",
+                   help=f"limit per test (default {DEFAULT_TIMEOUT:g})")
     p.add_argument("--watchdog", type=positive_float, default=None, metavar="SECONDS",
                    help="limit per test process, for hangs no signal interrupts (default 10 x --timeout)")
     p.add_argument("--jobs", type=positive_int, default=None, metavar="N",
@@ -330,7 +330,7 @@ def build_parser() -> argparse.ArgumentParser:
                        description="Run the lab notebook's whole route (baseline simulation, GAE example, PPO on "
                        "CartPole, token objectives, the RLOO run) on an implementation, and write its figures, "
                        "report.md and results.json. A stub not implemented yet skips its section with one line.")
-    p.add_argument("--profile", choices=("smoke", "full"), default="smoke",
+    p.add_argument("--profile", choices=PROFILES, default="smoke",
                    help="smoke: the quick end-to-end run (default); full: every seed and longer runs")
     p.add_argument("--impl", default="solutions", metavar="exercises|solutions|PATH",
                    help="implementation to run (default solutions, the reference; exercises runs your code)")

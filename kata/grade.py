@@ -45,9 +45,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from kata.impl import REPOSITORY_ROOT
 from kata.manifest import CONCEPTS, Concept
 
-REPOSITORY_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_TIMEOUT = 60.0  # seconds per test; the slowest integration test takes ~10 s on a loaded 2-core machine
 HYPOTHESIS_PROFILE = "ci"
 STATUSES = ("passed", "failed", "error", "timeout")

@@ -46,9 +46,9 @@ from typing import Any, TextIO
 import numpy as np
 
 from kata.contracts.token_objectives import REDUCTIONS
+from kata.manifest import PROFILES
+from kata.ppo_frame import SOLVED_RETURN
 
-PROFILES = ("smoke", "full")
-SOLVED_RETURN = 475.0  # CartPole-v1's published "solved" threshold, on the 500-step ceiling
 DEFAULT_OUTPUT_ROOT = Path("lab-output")
 
 SECTION_TITLES = {
@@ -114,12 +114,12 @@ class Outcome:
 def guarded(function: Callable[..., Any], *args: Any) -> Outcome:
     """Run ``function(*args)``; a stub's NotImplementedError or a module that does not import becomes a skip."""
     from kata.impl import ImplementationImportError
-    from kata.stub import NOT_IMPLEMENTED_PREFIX
+    from kata.stub import is_stub_error
 
     try:
         return Outcome(value=function(*args))
     except NotImplementedError as error:
-        if str(error).startswith(NOT_IMPLEMENTED_PREFIX):
+        if is_stub_error(error):
             return Outcome(skipped=str(error))
         return Outcome(error=_error_text(error))
     except ImplementationImportError as error:

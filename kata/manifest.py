@@ -340,6 +340,9 @@ CONCEPTS: tuple[Concept, ...] = (
 
 CONCEPTS_BY_NAME: dict[str, Concept] = {concept.name: concept for concept in CONCEPTS}
 MAX_POINTS: float = float(sum(concept.points for concept in CONCEPTS))
+# The sizes of a training run, for the loops, the lab and the benchmarks: a quick end-to-end run, and every seed at
+# full length.
+PROFILES: tuple[str, ...] = ("smoke", "full")
 
 
 def concept(name: str) -> Concept:

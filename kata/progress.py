@@ -29,7 +29,7 @@ import pytest
 
 from kata import status
 from kata.manifest import CONCEPTS
-from kata.stub import NOT_IMPLEMENTED_PREFIX
+from kata.stub import is_stub_error, leaf_exceptions
 
 if TYPE_CHECKING:
     from _pytest.reports import TestReport
@@ -77,17 +77,11 @@ def concept_of(item: pytest.Item) -> str | None:
     return None
 
 
-def _leaves(error: BaseException) -> list[BaseException]:
-    if isinstance(error, BaseExceptionGroup):
-        return [leaf for inner in error.exceptions for leaf in _leaves(inner)]
-    return [error]
-
-
 def classify(error: BaseException) -> tuple[str, str]:
     """(kind, one-line message) of the exception that failed a test."""
     from kata.impl import ImplementationImportError  # light; imported late so the plugin loads fast
 
-    leaves = _leaves(error)
+    leaves = leaf_exceptions(error)
     for wanted in (TestTimeout, ImplementationImportError):
         for leaf in leaves:
             if isinstance(leaf, wanted):
@@ -95,7 +89,7 @@ def classify(error: BaseException) -> tuple[str, str]:
                 return kind, _one_line(str(leaf))
     leaf = leaves[0]
     text = str(leaf)
-    if isinstance(leaf, NotImplementedError) and text.startswith(NOT_IMPLEMENTED_PREFIX):
+    if is_stub_error(leaf):
         return KIND_NOT_IMPLEMENTED, _one_line(text)
     if type(leaf).__name__ == "Failed" and text.startswith("Timeout"):  # pytest-timeout, when it is in charge
         return KIND_TIMEOUT, _one_line(text)

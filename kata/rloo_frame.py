@@ -24,6 +24,7 @@ import torch
 
 from kata.contracts.token_objectives import REDUCTIONS
 from kata.arrays import check_choice, check_integer, check_positive, to_numpy
+from kata.manifest import PROFILES
 from kata.optim import Adam
 from kata.runtime import torch_threads
 from kata.sequence_task import (
@@ -34,8 +35,6 @@ from kata.sequence_task import (
     prompt_batch,
     sequence_rewards,
 )
-
-MODES: tuple[str, ...] = ("smoke", "full")
 
 _PROFILES: dict[str, dict[str, Any]] = {
     # smoke: exact-response success 1.0 well within 10 s on a shared 2-core CPU (see benchmarks/rloo_loop.py).
@@ -57,7 +56,7 @@ _PROFILES["full"] = dict(_PROFILES["smoke"], iterations=200, evaluation_every=5,
 
 def sequence_profile_config(mode: str) -> dict[str, Any]:
     """Keyword arguments of ``train_tiny_sequence_policy`` for ``mode`` (``"smoke"`` or ``"full"``); a new dict."""
-    check_choice("mode", mode, MODES)
+    check_choice("mode", mode, PROFILES)
     return dict(_PROFILES[mode])
 
 

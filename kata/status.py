@@ -26,9 +26,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from kata.impl import REPOSITORY_ROOT
 from kata.manifest import CONCEPTS, Concept
 
-REPOSITORY_ROOT = Path(__file__).resolve().parent.parent
 PROGRESS_ENVIRONMENT_VARIABLE = "KATA_PROGRESS"
 PROGRESS_VERSION = 1
 STUB_FACTORIES = ("not_implemented",)  # calls whose ``raise`` marks an untouched stub

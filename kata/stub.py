@@ -1,4 +1,4 @@
-"""The one error every untouched stub raises."""
+"""The one error every untouched stub raises, and the one place that recognises it."""
 
 from __future__ import annotations
 
@@ -18,3 +18,15 @@ def not_implemented(function_name: str, concept: str | None = None) -> NotImplem
     return NotImplementedError(
         f"{NOT_IMPLEMENTED_PREFIX} {function_name} — {owner.guide_section} (run `kata hint {owner.name}`)"
     )
+
+
+def is_stub_error(error: BaseException) -> bool:
+    """``error`` is what an untouched stub raises: the NotImplementedError of :func:`not_implemented`."""
+    return isinstance(error, NotImplementedError) and str(error).startswith(NOT_IMPLEMENTED_PREFIX)
+
+
+def leaf_exceptions(error: BaseException) -> list[BaseException]:
+    """The exceptions inside ``error``, exception groups (Hypothesis raises one for several failures) unpacked."""
+    if isinstance(error, BaseExceptionGroup):
+        return [leaf for inner in error.exceptions for leaf in leaf_exceptions(inner)]
+    return [error]
