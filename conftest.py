@@ -20,7 +20,9 @@ from kata import impl as implementations
 from kata.manifest import CONCEPTS
 from kata.stub import is_stub_error, leaf_exceptions
 
-pytest_plugins = ["kata.progress"]  # records results for `kata status`; reports them to `kata grade`
+# kata.pytest_options: --impl, --mistake, --variant (also a pytest11 entry point, so that pytest knows them before it
+# reads its arguments); kata.progress: records results for `kata status` and reports them to `kata grade`.
+pytest_plugins = ["kata.pytest_options", "kata.progress"]
 # ---- Hypothesis profiles ---------------------------------------------------------------------------------------
 # dev: what a student runs many times an hour. ci: the same examples on every run (derandomized), no deadline on a
 # loaded machine. thorough: many more examples, for an instructor before a release.
@@ -48,26 +50,6 @@ torch.set_num_threads(1)
 FRAME_MARKER = "frame"
 SLOW_MARKER = "slow"
 CONCEPT_MARKERS = tuple(concept.marker for concept in CONCEPTS)
-
-
-def pytest_addoption(parser: pytest.Parser) -> None:
-    group = parser.getgroup("kata")
-    group.addoption(
-        "--impl",
-        default=None,
-        help="implementation under test: exercises (default, or $KATA_IMPL), solutions, or a folder laid out "
-        "like exercises/",
-    )
-    group.addoption(
-        "--mistake",
-        default=None,
-        help="with --impl solutions: replace one function by a wrong one from mistakes/ (concept/name)",
-    )
-    group.addoption(
-        "--variant",
-        default=None,
-        help="with --impl solutions: replace one function by a valid variant from variants/ (concept/name)",
-    )
 
 
 def pytest_configure(config: pytest.Config) -> None:

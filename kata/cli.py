@@ -24,6 +24,7 @@ import sys
 import textwrap
 import time
 from collections.abc import Sequence
+from pathlib import Path
 
 from kata import status
 from kata.grade import DEFAULT_TIMEOUT
@@ -184,7 +185,17 @@ def _now() -> str:
 def cmd_grade(args: argparse.Namespace) -> int:
     from kata import grade
 
-    submissions = args.submissions or ["./exercises"]
+    if not args.submissions:
+        print("kata grade: no SUBMISSION given: grading your own ./exercises", file=sys.stderr)
+    submissions = []
+    for given in args.submissions or ["./exercises"]:
+        if Path(given).is_dir():
+            submissions.append(given)
+        else:  # `kata grade submissions/*` run again meets the reports it wrote there
+            print(f"kata grade: skipped {given}: not a folder", file=sys.stderr)
+    if not submissions:
+        print("kata grade: no folder to grade", file=sys.stderr)
+        return 2
     concepts = args.concepts or list(CONCEPTS)
     cores = os.cpu_count() or 1
     jobs = max(1, min(args.jobs or cores, len(submissions)))

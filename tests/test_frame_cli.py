@@ -87,6 +87,23 @@ def test_gradescope_takes_one_submission(capsys):
     assert "exactly one SUBMISSION" in capsys.readouterr().err
 
 
+def test_grade_skips_what_is_not_a_folder_and_says_what_it_grades_by_default(tmp_path, monkeypatch, capsys):
+    from kata import grade
+
+    graded = []
+    monkeypatch.setattr(grade, "grade_all", lambda submissions, grader, **_: graded.extend(submissions) or [])
+    (tmp_path / "student-1").mkdir()
+    (tmp_path / "grades.csv").write_text("submission\n")
+    assert cli.main(["grade", str(tmp_path / "student-1"), str(tmp_path / "grades.csv")]) == 0
+    assert graded == [str(tmp_path / "student-1")]
+    assert f"skipped {tmp_path / 'grades.csv'}: not a folder" in capsys.readouterr().err
+    monkeypatch.chdir(ROOT)
+    graded.clear()
+    assert cli.main(["grade"]) == 0
+    assert graded == ["./exercises"]
+    assert "grading your own ./exercises" in capsys.readouterr().err
+
+
 def test_delegated_commands_reach_their_modules(monkeypatch):
     import kata.mistakes
 

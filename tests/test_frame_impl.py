@@ -104,6 +104,35 @@ def test_pytest_impl_path_runs_the_tests_on_a_folder(tmp_path):
     assert f"implementation {submission}" in completed.stdout or "passed" in completed.stdout
 
 
+def test_readme_form_pytest_impl_folder_outside_the_repository(tmp_path):
+    """README's `pytest --impl ~/submissions/student-7`: no test path, the folder outside the repository."""
+    from importlib.metadata import entry_points
+
+    submission = copy_of_solutions(tmp_path / "submissions" / "student-7")
+    installed = any(e.value == "kata.pytest_options" for e in entry_points(group="pytest11"))
+    # Installed (pip install -e .), pytest loads the options' plugin itself; a checkout that is not installed
+    # names it with -p, which pytest loads at the same moment.
+    early = [] if installed else ["-p", "kata.pytest_options"]
+    completed = subprocess.run(
+        [sys.executable, "-m", "pytest", *early, "--impl", str(submission), "-m", "baselines and not slow",
+         "-k", "worked_example", "-p", "no:cacheprovider"],
+        cwd=ROOT, capture_output=True, text=True, timeout=300,
+    )
+    output = completed.stdout[-2000:] + completed.stderr[-2000:]
+    assert completed.returncode == 0, output
+    assert f"kata: implementation {submission}" in completed.stdout, "the folder is the implementation " + output
+    assert f"rootdir: {ROOT}" in completed.stdout, "the repository stays pytest's rootdir " + output
+
+
+def test_only_a_folder_given_apart_from_impl_is_joined_to_it(tmp_path):
+    from kata.pytest_options import joined_impl_arguments
+
+    assert joined_impl_arguments(["--impl", str(tmp_path), "-q"]) == [f"--impl={tmp_path}", "-q"]
+    assert joined_impl_arguments(["--impl", "solutions", "-n", "auto"]) is None, "a package name is no path"
+    assert joined_impl_arguments([f"--impl={tmp_path}"]) is None
+    assert joined_impl_arguments(["--", "--impl", str(tmp_path)]) is None
+
+
 # ---- the manifest and the mirror -------------------------------------------------------------------------------
 
 
