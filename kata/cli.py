@@ -7,6 +7,7 @@
     kata watch [gae]                check again whenever a file in exercises/ changes
     kata grade [SUBMISSION ...]     grade folders laid out like exercises/ with the reference's tests
     kata lab [--impl exercises]     run the lab end to end (kata.lab), on the reference by default
+    kata diagnose [CONCEPT ...]     which catalogued mistake your code behaves like (kata.diagnose)
     kata mistakes [CONCEPT ...]     prove every catalogued mistake is caught (kata.mistakes)
     kata selfcheck                  prove every stub fails its tests (kata.selfcheck)
     kata stubs [--check] [--force]  write exercises/ from the marked solutions/ (kata.stubs)
@@ -33,6 +34,8 @@ from kata.manifest import CONCEPTS, MAX_POINTS, PROFILES, Concept, concept
 
 WIDTH = 100
 DELEGATED = {
+    "diagnose": ("kata.diagnose", "name the catalogued mistake each of your functions behaves like, by running it "
+                 "beside the reference and the mistakes on fixed probes (`kata diagnose --help`)"),
     "mistakes": ("kata.mistakes", "run each concept's tests against every wrong implementation in mistakes/ "
                  "and fail if one survives (`kata mistakes --help`)"),
     "selfcheck": ("kata.selfcheck", "check that every concept test fails on the untouched stubs of exercises/ "
@@ -158,7 +161,17 @@ def run_check(c: Concept | None, slow: bool = False) -> int:
     else:
         print(f"{c.name}: {state.label}. Read {c.guide_section}; each message above names a misunderstanding; "
               f"`kata hint {c.name}` when stuck.")
+        _print_diagnoses(c)
     return code
+
+
+def _print_diagnoses(c: Concept) -> None:
+    """One line per function of ``c`` that behaves like a catalogued mistake; nothing when none does."""
+    from kata.diagnose import diagnose_in_subprocess
+
+    for diagnosis in diagnose_in_subprocess("exercises", [c.name]):
+        if diagnosis.mistake is not None:
+            print(diagnosis.sentence())
 
 
 def cmd_check(args: argparse.Namespace) -> int:
