@@ -27,10 +27,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import torch  # noqa: E402
 
 from kata import impl as implementations  # noqa: E402
+from kata.lab import plan_for, sections  # noqa: E402
 from kata.manifest import PROFILES  # noqa: E402
 from kata.ppo_frame import first_step_reaching, late_evaluation_minimum  # noqa: E402
 
-SEEDS = {"smoke": [11, 37], "full": [11, 37, 71, 101, 131]}
 BUDGET = {"smoke": (30_000, 6.0), "full": (50_000, 60.0 / 5)}
 REFERENCE = ("for scale, a widely used single-file PPO with its CartPole-v1 defaults (4 envs x 128 steps, lr 2.5e-4 "
              "annealed, 4 epochs, 4 minibatches) on such a machine: ~4,000-4,500 steps/s; greedy 381-446 after "
@@ -77,7 +77,8 @@ def main() -> int:
                         help="train the seeds in N worker processes (forked, one torch thread each); default 1")
     args = parser.parse_args()
     package = implementations.load(args.impl)
-    seeds = args.seeds or SEEDS[args.profile]
+    plan = plan_for(args.profile)  # the lab's seeds and run settings
+    seeds = args.seeds or list(plan.ppo_seeds)
     max_steps, max_seconds = BUDGET[args.profile]
 
     print(f"PPO on CartPole, {args.profile} profile, implementation {args.impl}; torch {torch.__version__}, "
@@ -87,10 +88,7 @@ def main() -> int:
     print(header)
     configs = []
     for seed in seeds:
-        config = package.profile_config(args.profile, seed=seed)
-        if args.profile == "smoke":
-            config = dataclasses.replace(config, evaluation_every=2)  # as the lab notebook runs it
-        configs.append(config)
+        configs.append(sections.ppo_config(package, plan, seed))  # as the lab runs it
     started = time.perf_counter()
     if args.jobs > 1:
         with multiprocessing.get_context("fork").Pool(args.jobs) as pool:

@@ -361,7 +361,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", default=None, metavar="DIR",
                    help="output folder (default: a fresh lab-output/<timestamp>)")
     p.add_argument("--jobs", type=positive_int, default=None, metavar="N",
-                   help="worker processes for the training runs (default: one per core; 1: in-process)")
+                   help="worker processes for the training runs (default: one per idle core; 1: in-process)")
     p.set_defaults(handler=cmd_lab)
 
     p = sub.add_parser(

@@ -27,38 +27,29 @@
 # It runs as a plain script too (`python notebooks/lab.py`); figures go to `lab-output/notebook/`. The `smoke`
 # profile is a quick end-to-end check on a CPU; `full` trains longer and on five seeds. The numbers are what this
 # code gives under this protocol, not external benchmarks.
+#
+# Each section is computed by a function of `kata/lab/sections.py`, the same one `kata lab` calls, so the notebook
+# and the command always show the same numbers; read that file to see each call to your functions.
 
 # %%
 import os
-import time
-from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 
 from kata import plots
 from kata.impl import load
+from kata.lab import plan_for, sections
+from kata.lab.plan import GAE_EXAMPLE, MASK_EXAMPLE
 
 PACKAGE = os.environ.get("KATA_LAB_IMPL", "solutions")  # "solutions", "exercises", or a folder's path
 PROFILE = os.environ.get("KATA_LAB_PROFILE", "smoke")  # "smoke" or "full"
 FIGURES = Path(os.environ.get("KATA_LAB_FIGURES", "lab-output/notebook"))
-if PROFILE not in {"smoke", "full"}:
-    raise ValueError("KATA_LAB_PROFILE must be 'smoke' or 'full'")
 
 impl = load(PACKAGE)
-simulate_group_baseline_bias = impl.simulate_group_baseline_bias
-gae_advantages = impl.gae_advantages
-profile_config, train_ppo, aggregate_training_runs = impl.profile_config, impl.train_ppo, impl.aggregate_training_runs
-response_token_mask = impl.response_token_mask
-masked_token_ppo_terms, masked_token_ppo_objective = impl.masked_token_ppo_terms, impl.masked_token_ppo_objective
-sequence_log_probability_ratio = impl.sequence_log_probability_ratio
-sequence_probability_ratio = impl.sequence_probability_ratio
-sequence_profile_config, train_tiny_sequence_policy = impl.sequence_profile_config, impl.train_tiny_sequence_policy
-evaluate_sequence_policy, decode_sequence = impl.evaluate_sequence_policy, impl.decode_sequence
-
-SEEDS = [11, 37] if PROFILE == "smoke" else [11, 37, 71, 101, 131]
+plan = plan_for(PROFILE)  # what the profile runs: groups, seeds, run lengths
 print("implementation:", impl.root)
-print("profile:", PROFILE, "| PPO seeds:", SEEDS)
+print("profile:", PROFILE, "| PPO seeds:", list(plan.ppo_seeds))
 
 # %% [markdown]
 # ## 1. Baselines: less spread, and a scale that a finite group changes
@@ -74,16 +65,14 @@ print("profile:", PROFILE, "| PPO seeds:", SEEDS)
 #   sample, so the estimate stays unbiased, with a spread close to the same-group mean's.
 #
 # The simulation does not replace the algebra (GUIDE.md §2); it measures the (G-1)/G factor and shows the spread.
+# It is `simulate_group_baseline_bias(group_size=8, groups=..., seed=2026)`, with the profile's number of groups.
 
 # %%
-baseline_result = simulate_group_baseline_bias(
-    group_size=8,
-    groups=80_000 if PROFILE == "smoke" else 400_000,
-    seed=2026,
-)
+baseline_result = sections.baselines(impl, plan)
 for key, value in baseline_result.items():
     print(f"{key:>24s}: {value: .6f}")
-plots.show(plots.baseline_spread(baseline_result, group_size=8), FIGURES / "baseline_spread.png")
+plots.show(plots.baseline_spread(baseline_result, group_size=plan.baseline_group_size),
+           FIGURES / "baseline_spread.png")
 
 # %% [markdown]
 # ## 2. GAE: one mask for bootstrapping, another for the recursion
@@ -96,15 +85,11 @@ plots.show(plots.baseline_spread(baseline_result, group_size=8), FIGURES / "base
 # 1 + 0.9 · 10 − 2 = 8, and nothing from record 1 (an unrelated terminal step with reward 100) leaks into it.
 
 # %%
-rewards = np.array([1.0, 100.0])
-values = np.array([2.0, 0.0])
-next_values = np.array([10.0, 0.0])
-terminated = np.array([False, True])
-trace_cuts = np.array([True, True])  # record 0: the buffer ends here; record 1: a terminal
-advantages = gae_advantages(rewards, values, next_values, terminated, trace_cuts, gamma=0.9, gae_lambda=1.0)
-print("advantages:", advantages)
-print("value target of record 0:", values[0] + advantages[0])
-assert np.allclose(advantages, [8.0, 100.0])
+print("gae_advantages on:", GAE_EXAMPLE)  # trace_cuts: record 0, the buffer ends here; record 1, a terminal
+gae = sections.gae_example(impl)
+print("advantages:", gae["advantages"])
+print("value target of record 0:", gae["first_record_target"])
+assert np.allclose(gae["advantages"], [8.0, 100.0])
 
 # %% [markdown]
 # ## 3. PPO on CartPole
@@ -116,17 +101,15 @@ assert np.allclose(advantages, [8.0, 100.0])
 
 # %%
 runs = []
-started = time.perf_counter()
-for seed in SEEDS:
-    config = profile_config(PROFILE, seed=seed)
-    if PROFILE == "smoke":
-        config = replace(config, evaluation_every=2)  # evaluate every second update: a denser curve
-    result = train_ppo(config)
+for seed in plan.ppo_seeds:
+    # train_ppo(profile_config(PROFILE, seed=seed)), with the plan's overrides (smoke: evaluate every second update)
+    result = sections.ppo_run(impl, plan, seed)
     runs.append(result)
     print(f"seed={seed:3d} | final greedy return {result['final_evaluation_mean']:7.2f} "
           f"± {result['final_evaluation_std']:6.2f}")
-curve = aggregate_training_runs(runs)
-print(f"training wall time: {time.perf_counter() - started:.1f} s")
+ppo = sections.ppo_summary(impl, runs)
+print(f"training wall time: {sum(r['wall_seconds'] for r in runs):.1f} s; {ppo['solved_seeds']} of {len(runs)} "
+      "seeds solved")
 
 # %% [markdown]
 # The curve shows the median over seeds, the interquartile band and each seed. Reaching the 500-step ceiling shows
@@ -135,7 +118,7 @@ print(f"training wall time: {time.perf_counter() - started:.1f} s")
 # more seeds and uncertainty estimates.
 
 # %%
-plots.show(plots.learning_curve(curve, SEEDS, PROFILE), FIGURES / "ppo_learning_curve.png")
+plots.show(plots.learning_curve(ppo["curve"], plan.ppo_seeds, PROFILE), FIGURES / "ppo_learning_curve.png")
 
 # %% [markdown]
 # The diagnostics of the first seed, update by update: the non-negative approximate KL between the policy before
@@ -143,7 +126,7 @@ plots.show(plots.learning_curve(curve, SEEDS, PROFILE), FIGURES / "ppo_learning_
 # whose ratio left [1 − ε, 1 + ε] at all. They describe this batch and this run; they are not universal thresholds.
 
 # %%
-plots.show(plots.ppo_diagnostics(runs[0]["history"], SEEDS[0]), FIGURES / "ppo_diagnostics.png")
+plots.show(plots.ppo_diagnostics(runs[0]["history"], plan.ppo_seeds[0]), FIGURES / "ppo_diagnostics.png")
 
 # %% [markdown]
 # ## 4. Language-model responses: the shift, the mask, the ratio and the reduction
@@ -159,36 +142,18 @@ plots.show(plots.ppo_diagnostics(runs[0]["history"], SEEDS[0]), FIGURES / "ppo_d
 # averages each response's sum (GUIDE.md §7).
 
 # %%
-# Token positions: BOS, prompt_1, prompt_2, response_1, response_2, EOS, PAD.
-input_ids = np.array([
-    [1, 10, 11, 20, 21, 2, 0],
-    [1, 12, 30, 2, 0, 0, 0],
-])
-prompt_lengths = np.array([3, 2])
-mask = response_token_mask(input_ids, prompt_lengths, pad_token_id=0, eos_token_id=2, include_eos=True)
-
-# Aligned with the labels input_ids[:, 1:].
-old_log_probs = np.array([
-    [-9.0, -8.0, -1.0, -1.2, -0.8, -20.0],
-    [-7.0, -0.7, -0.9, -30.0, -40.0, -50.0],
-])
-new_log_probs = np.array([
-    [9.0, 8.0, -0.7, -1.5, -0.9, 20.0],
-    [7.0, -0.5, -1.2, 30.0, 40.0, 50.0],
-])
-advantages = np.array([1.5, -0.8])
-
-ratio, unclipped, clipped, pessimistic = masked_token_ppo_terms(
-    new_log_probs, old_log_probs, advantages, mask, clip_epsilon=0.2
-)
+# Token positions: BOS, prompt_1, prompt_2, response_1, response_2, EOS, PAD; the log-probabilities are aligned
+# with the labels input_ids[:, 1:].
+for name in ("input_ids", "prompt_lengths", "old_log_probs", "new_log_probs", "advantages"):
+    print(f"{name}: {MASK_EXAMPLE[name]}")
+mask = sections.mask_example(impl)  # response_token_mask(..., pad_token_id=0, eos_token_id=2, include_eos=True)
+ratio, pessimistic = sections.token_terms_example(impl, mask)  # masked_token_ppo_terms(..., clip_epsilon=0.2)
+log_ratio, sequence_ratio, objectives = sections.sequence_example(impl, mask)
 print("response mask on input_ids[:, 1:]:\n", mask)
 print("local ratios (1 where masked):\n", np.round(ratio, 4))
-print("exact sequence log-ratios:", np.round(sequence_log_probability_ratio(new_log_probs, old_log_probs, mask), 4))
-print("exact sequence ratios:", np.round(sequence_probability_ratio(new_log_probs, old_log_probs, mask), 4))
-for reduction in ["token_mean", "sequence_mean", "sequence_sum_mean"]:
-    value = masked_token_ppo_objective(
-        new_log_probs, old_log_probs, advantages, mask, clip_epsilon=0.2, reduction=reduction
-    )
+print("exact sequence log-ratios:", np.round(log_ratio, 4))
+print("exact sequence ratios:", np.round(sequence_ratio, 4))
+for reduction, value in objectives.items():
     print(f"{reduction:>18s}: {value: .6f}")
 assert np.all(pessimistic[mask == 0] == 0.0)
 
@@ -206,24 +171,16 @@ assert np.all(pessimistic[mask == 0] == 0.0)
 # baseline and token-level clipping.
 
 # %%
-sequence_config = sequence_profile_config(PROFILE)
-print("profile:", sequence_config)
-sequence_run = train_tiny_sequence_policy(seed=5, **sequence_config)
-first_batch = sequence_run["first_batch"]
-assert first_batch is not None
+# train_tiny_sequence_policy(seed=5, **sequence_profile_config(PROFILE)), then its first rollout, decoded
+sequence_run = sections.rloo_run(impl, plan)
+print("profile:", sequence_run["config"])
+assert sequence_run["first_batch_present"]
 
 print("First rows of the initial rollout:")
-for i in range(min(6, len(first_batch.prompt_classes))):
-    print(
-        f"  prompt={first_batch.prompt_classes[i]} | "
-        f"{decode_sequence(first_batch.input_ids[i].cpu().numpy())} | "
-        f"reward={first_batch.rewards[i]:.2f} | "
-        f"advantage={first_batch.advantages[i]:+.3f} | "
-        f"mask={first_batch.response_mask[i].cpu().numpy().astype(int).tolist()}"
-    )
-for prompt_class in range(3):
-    idx = np.flatnonzero(first_batch.prompt_classes == prompt_class)
-    np.testing.assert_allclose(first_batch.advantages[idx].sum(), 0.0, atol=1e-12)
+for row in sequence_run["first_rows"]:
+    print(f"  prompt={row['prompt']} | {row['text']} | reward={row['reward']:.2f} | "
+          f"advantage={row['advantage']:+.3f} | mask={row['mask']}")
+np.testing.assert_allclose(sequence_run["group_advantage_sums"], 0.0, atol=1e-12)
 print("RLOO advantages sum to zero within every prompt group.")
 
 # %% [markdown]
@@ -234,12 +191,11 @@ sequence_history = sequence_run["history"]
 plots.show(plots.sequence_reward_curve(sequence_history), FIGURES / "rloo_reward.png")
 plots.show(plots.sequence_success_curve(sequence_history), FIGURES / "rloo_success.png")
 print("initial evaluation reward:", float(sequence_history["evaluation_mean_reward"][0]))
-print("final evaluation reward:", sequence_run["final_evaluation"]["mean_reward"])
+print("final evaluation reward:", sequence_run["final_mean_reward"])
 
 print("Greedy responses after training:")
-greedy = evaluate_sequence_policy(sequence_run["model"], samples_per_prompt=1, deterministic=True)
-for prompt_class, row, reward in zip(greedy["prompt_classes"], greedy["input_ids"], greedy["rewards"]):
-    print(f"  prompt={prompt_class} | {decode_sequence(row)} | reward={reward:.2f}")
+for row in sequence_run["greedy"]:
+    print(f"  prompt={row['prompt']} | {row['text']} | reward={row['reward']:.2f}")
 
 # %% [markdown]
 # ## What the run shows, and what it does not

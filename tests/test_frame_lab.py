@@ -1,4 +1,4 @@
-"""The lab (kata/lab.py, kata/plots.py): every section end to end on the reference, and what stubs and errors do.
+"""The lab (kata/lab/, kata/plots.py): every section end to end on the reference, and what stubs and errors do.
 
 The runs are the smoke plan shrunk to seconds (a few hundred PPO steps, two RLOO iterations): they check that every
 section runs, draws and reports, not that the agents learn (the concepts' slow tests and the benchmarks do that).

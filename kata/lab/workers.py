@@ -1,0 +1,114 @@
+"""Where the lab's training runs go: worker processes, one per idle core, or this process on a busy machine."""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import sys
+import time
+from collections.abc import Callable
+from concurrent.futures import Future, ProcessPoolExecutor
+from typing import Any
+
+from kata.lab.outcome import Outcome, error_text, guarded
+
+
+def _worker_setup() -> None:
+    # One intra-op thread per worker: the networks are tiny, and the workers already fill the cores.
+    import torch
+
+    torch.set_num_threads(1)
+
+
+class Runner:
+    """Runs the training jobs: in ``jobs`` worker processes, or lazily in this process when ``jobs == 1``."""
+
+    def __init__(self, jobs: int) -> None:
+        self.jobs = jobs
+        self.pool: ProcessPoolExecutor | None = None
+        if jobs > 1:
+            # On Linux a forked worker starts at once, with torch and the implementation already imported (a new
+            # interpreter spends seconds importing torch). Elsewhere fork is unsafe or missing: spawn.
+            method = "fork" if sys.platform.startswith("linux") else "spawn"
+            context = multiprocessing.get_context(method)
+            self.pool = ProcessPoolExecutor(max_workers=jobs, mp_context=context, initializer=_worker_setup)
+
+    def submit(self, function: Callable[..., Any], *args: Any) -> Callable[[], Outcome]:
+        """Start ``function(*args)``; returns a callable that waits for its :class:`Outcome`."""
+        if self.pool is None:
+            cache: list[Outcome] = []
+
+            def compute() -> Outcome:
+                if not cache:
+                    cache.append(guarded(function, *args))
+                return cache[0]
+
+            return compute
+        future: Future[Outcome] = self.pool.submit(guarded, function, *args)
+        return lambda: _future_outcome(future)
+
+    def close(self, cancel: bool = False) -> None:
+        if self.pool is not None:
+            self.pool.shutdown(wait=True, cancel_futures=cancel)
+            self.pool = None
+
+
+def _future_outcome(future: Future[Outcome]) -> Outcome:
+    try:
+        return future.result()
+    except Exception as error:  # noqa: BLE001 - the worker died (killed, out of memory) or its result did not pickle
+        return Outcome(error=error_text(error))
+
+
+def default_jobs(training_runs: int) -> int:
+    """Worker processes for the training runs: one per idle core, no more than there are runs; 1 means in-process.
+
+    Idle cores are measured over a quarter of a second of the kernel's CPU counters where there are any (Linux);
+    elsewhere they are the available cores minus the 1-minute load average. The load average can mislead: on the
+    virtual machine these figures come from it stays near 1 while both cores are idle. Measured there
+    (benchmarks/lab.py): with the other core busy, two workers were slower than one process (42-60 s against
+    32-46 s for the smoke lab: the workers share one core's worth of time and each pays its own start-up); with both
+    cores idle, two workers took 13.1 and 16.2 s against 18.0 and 20.3 s in-process.
+    """
+    cores = available_cores()
+    idle_fraction = _idle_fraction()
+    if idle_fraction is not None:
+        idle = cores * idle_fraction
+    else:
+        load = load_average()
+        idle = cores - load[0] if load else cores
+    return max(1, min(cores, training_runs, round(idle)))
+
+
+def available_cores() -> int:
+    """The cores this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
+def _idle_fraction(seconds: float = 0.25) -> float | None:
+    """The share of CPU time spent idle over ``seconds``, from /proc/stat; None where it cannot be read."""
+
+    def counters() -> tuple[float, float]:
+        with open("/proc/stat", encoding="ascii") as stat:
+            fields = [float(value) for value in stat.readline().split()[1:9]]  # user .. steal
+        return fields[3] + fields[4], sum(fields)  # idle + iowait, all
+
+    try:
+        idle_before, total_before = counters()
+        time.sleep(seconds)
+        idle_after, total_after = counters()
+    except (OSError, ValueError, IndexError):
+        return None
+    if total_after <= total_before:
+        return None
+    return (idle_after - idle_before) / (total_after - total_before)
+
+
+def load_average() -> list[float] | None:
+    try:
+        return [round(x, 2) for x in os.getloadavg()]
+    except (AttributeError, OSError):
+        return None
