@@ -62,7 +62,9 @@ print("profile:", PROFILE, "| PPO seeds:", list(plan.ppo_seeds))
 # - **same-group mean**: reward minus the group's mean. The spread drops, but each sample sits in its own baseline,
 #   so a share 1/G of its own reward is subtracted from itself. The expected estimate shrinks by exactly (G-1)/G.
 # - **RLOO** (leave one out): reward minus the mean of the *other* G-1 rewards. The baseline does not depend on the
-#   sample, so the estimate stays unbiased, with a spread close to the same-group mean's.
+#   sample, so the estimate stays unbiased. It is the same-group estimate times G/(G-1), sample by sample, so its
+#   spread is G/(G-1) times larger (8/7 here) and its signal-to-noise ratio exactly the same: what it fixes is the
+#   scale, not the noise.
 #
 # The simulation does not replace the algebra (GUIDE.md §2); it measures the (G-1)/G factor and shows the spread.
 # It is `simulate_group_baseline_bias(group_size=8, groups=..., seed=2026)`, with the profile's number of groups.

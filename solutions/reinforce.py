@@ -97,8 +97,9 @@ def discounted_reward_to_go(rewards: ArrayLike, episode_ends: ArrayLike, gamma: 
 def categorical_entropy(logits: ArrayLike) -> ArrayLike:
     """Entropy ``H = -Σ_k p_k log p_k`` of the categorical ``p = softmax(logits)`` over the last axis.
 
-    Computed from ``log_softmax`` (never ``log(softmax)``), so it stays finite for logits of any size: an action
-    whose probability underflows to 0 contributes exactly 0. A logit of -inf marks an action that cannot be taken.
+    Computed from ``log_softmax`` (never ``log(softmax)``), with the log-probability made finite before it is
+    multiplied by p, so that the entropy and its gradient stay finite for logits of any size: an action whose
+    probability is 0 (underflowed, or a logit of -inf: an action that cannot be taken) contributes exactly 0.
 
     Args:
         logits: ``[..., K]`` floating unnormalised log-probabilities; no NaN or +inf, at least one finite per row.

@@ -65,7 +65,9 @@ def _report_baselines(d: Mapping[str, Any]) -> list[str]:
     lines = [
         (f"{d['groups']:,} simulated groups of G = {d['group_size']} (seed {d['seed']}). Each group's estimate is the "
         "average of score × advantage; its true value is the gradient below. The same-group mean includes each "
-        "sample in its own baseline, which scales the expected estimate by (G-1)/G; leave-one-out (RLOO) does not."),
+        "sample in its own baseline, which scales the expected estimate by (G-1)/G; leave-one-out (RLOO) does not. "
+        "RLOO is the same estimate times G/(G-1), so its std is G/(G-1) times larger and its signal-to-noise ratio "
+        "the same."),
         "",
         "| quantity | value |",
         "|---|---|",
@@ -94,8 +96,8 @@ def _report_gae(d: Mapping[str, Any]) -> list[str]:
 def _report_ppo(d: Mapping[str, Any]) -> list[str]:
     lines = [
         (f"Seeds {d['seeds']}, profile config with overrides {d['config_overrides'] or 'none'}. Greedy evaluation "
-        f"return after the last update (ceiling 500; solved at ≥ {SOLVED_RETURN:g}): {d['solved_seeds']} of "
-        f"{len(d['seeds'])} seeds solved."),
+        f"return (ceiling 500); a seed is solved when its final evaluation and every evaluation in the last fifth of "
+        f"its steps reach {SOLVED_RETURN:g}: {d['solved_seeds']} of {len(d['seeds'])} seeds solved."),
         "",
         ("| seed | final greedy return | environment steps | first steps at ≥ 475 | lowest return, last fifth "
         "| wall s |"),

@@ -17,7 +17,7 @@ import numpy as np
 from kata.contracts.token_objectives import REDUCTIONS
 from kata.lab.outcome import as_numpy, floats, plain
 from kata.lab.plan import GAE_EXAMPLE, MASK_EXAMPLE, LabPlan
-from kata.ppo_frame import SOLVED_RETURN
+from kata.ppo_frame import SOLVED_RETURN, solved_and_held
 
 # ---- 1. baselines -------------------------------------------------------------------------------------------------
 
@@ -97,7 +97,7 @@ def ppo_summary(impl: Any, runs: list[dict[str, Any]]) -> dict[str, Any]:
         })
     return {
         "runs": per_seed,
-        "solved_seeds": sum(r["final_evaluation_mean"] >= SOLVED_RETURN for r in runs),
+        "solved_seeds": sum(solved_and_held(r) for r in runs),
         "curve": {key: as_numpy(curve[key]) for key in ("environment_steps", "median", "q25", "q75", "all_curves")},
     }
 
