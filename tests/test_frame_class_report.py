@@ -1,0 +1,74 @@
+"""The class report: fixture submissions with known misconceptions, diagnosed and counted per concept."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+
+from kata import class_report
+from kata.diagnose import Catalogue, diagnose
+from kata.impl import REPOSITORY_ROOT, load
+from kata.manifest import CONCEPTS, concept
+
+pytestmark = pytest.mark.frame
+
+FIXTURES = REPOSITORY_ROOT / "tests" / "fixtures" / "submissions"
+OVERLAYS = {"alice": ["truncation_as_termination"], "bob": ["rloo_includes_self"],
+            "carol": ["truncation_as_termination", "rloo_includes_self"], "dan": []}
+
+
+def build(root, name, overlays):
+    folder = root / name
+    shutil.copytree(REPOSITORY_ROOT / "solutions", folder)
+    for overlay in overlays:
+        for module in (FIXTURES / overlay).glob("*.py"):
+            shutil.copy(module, folder / module.name)
+    return folder
+
+
+@pytest.fixture(scope="module")
+def diagnosed(tmp_path_factory):
+    root = tmp_path_factory.mktemp("class")
+    catalogue, concepts = Catalogue(), [concept("baselines"), concept("gae")]
+    result = {}
+    for name, overlays in OVERLAYS.items():
+        found: dict[str, list[str]] = {}
+        for d in diagnose(load(build(root, name, overlays)), concepts, catalogue):
+            if d.mistake and d.mistake not in found.setdefault(d.concept, []):
+                found[d.concept].append(d.mistake)
+        result[name] = found
+    return result
+
+
+def test_fixture_submissions_are_diagnosed_with_their_misconceptions(diagnosed):
+    assert diagnosed == {"alice": {"gae": ["gae/truncation_as_termination"]},
+                         "bob": {"baselines": ["baselines/rloo_includes_self"]},
+                         "carol": {"baselines": ["baselines/rloo_includes_self"],
+                                   "gae": ["gae/truncation_as_termination"]},
+                         "dan": {}}
+
+
+def test_counts_per_concept_largest_first(diagnosed):
+    with_more = {**diagnosed, "erin": {"gae": ["gae/lambda_not_applied", "gae/lambda_not_applied"]}}
+    table = class_report.tally(with_more)
+    assert [(m.mistake, m.count) for m in table["gae"]] == [("gae/truncation_as_termination", 2),
+                                                             ("gae/lambda_not_applied", 1)]
+    assert table["gae"][0].submissions == ["alice", "carol"], "a submission counts once per mistake"
+    assert table["reinforce"] == [] and list(table) == [c.name for c in CONCEPTS]
+
+
+def test_the_three_files(diagnosed, tmp_path):
+    written = class_report.write(diagnosed, tmp_path / "report")
+    assert [p.name for p in written] == ["misconceptions.md", "misconceptions.json", "misconceptions.png"]
+    report = json.loads(written[1].read_text())
+    assert report["submissions"] == 4
+    assert report["concepts"]["baselines"] == [{
+        "mistake": "baselines/rloo_includes_self", "count": 2, "submissions": ["bob", "carol"],
+        "misunderstanding": class_report.misunderstanding("baselines/rloo_includes_self")}]
+    markdown = written[0].read_text()
+    assert "| 2 of 4 | `gae/truncation_as_termination` |" in markdown and "No catalogued mistake found." in markdown
+    assert written[2].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", "misconceptions.png must be a PNG"
+    empty = class_report.write({"dan": {}}, tmp_path / "empty")
+    assert empty[2].stat().st_size > 0
