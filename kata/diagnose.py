@@ -58,9 +58,10 @@ class Diagnosis:
             return (f"your {self.function} differs from the reference, but like none of the catalogued mistakes of "
                     f"{owner.name}")
         name = self.mistake.partition("/")[2]
-        misunderstanding = next(m.misunderstanding for m in owner.mistakes if m.name == name)
-        return (f"your {self.function} behaves like the catalogued mistake '{misunderstanding}' on {self.matched} "
-                f"of {self.probes} probes: {owner.guide_section}, `kata hint {owner.name}`")
+        mistake = next(m for m in owner.mistakes if m.name == name)
+        return (f"your {self.function} behaves like the catalogued mistake '{mistake.misunderstanding}' on "
+                f"{self.matched} of {self.probes} probes: {owner.guide_section}, "
+                f"`kata hint {owner.name} --level {mistake.hint}`")
 
 
 class Catalogue:

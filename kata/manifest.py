@@ -17,6 +17,7 @@ class Mistake:
 
     name: str
     misunderstanding: str
+    hint: int  # the level of `kata hint <concept>` that addresses it (1-based)
 
 
 @dataclass(frozen=True)
@@ -71,16 +72,17 @@ CONCEPTS: tuple[Concept, ...] = (
         ),
         mistakes=(
             Mistake("advantages_not_detached", "gradient flows into the advantages, so a critic would be "
-                    "trained by the policy loss"),
+                    "trained by the policy loss", hint=3),
             Mistake("loss_sign_flipped", "the loss is +mean(log pi * A): minimising it lowers the probability of "
-                    "good actions"),
-            Mistake("reward_to_go_ignores_episode_ends", "returns leak from one episode into the previous one"),
+                    "good actions", hint=3),
+            Mistake("reward_to_go_ignores_episode_ends", "returns leak from one episode into the previous one", hint=4),
             Mistake("entropy_of_probabilities_not_logits", "entropy computed as if the logits were "
-                    "probabilities"),
-            Mistake("reward_to_go_not_discounted", "reward-to-go ignores gamma: every discount behaves like 1"),
+                    "probabilities", hint=5),
+            Mistake("reward_to_go_not_discounted", "reward-to-go ignores gamma: every discount behaves like 1", hint=4),
             Mistake("entropy_log_of_softmax", "entropy from log(softmax(z)): NaN once a probability underflows "
-                    "to 0"),
-            Mistake("entropy_over_wrong_axis", "softmax and sum over the batch axis instead of the action axis"),
+                    "to 0", hint=5),
+            Mistake("entropy_over_wrong_axis", "softmax and sum over the batch axis instead of the action axis",
+                    hint=5),
         ),
     ),
     Concept(
@@ -105,12 +107,12 @@ CONCEPTS: tuple[Concept, ...] = (
         ),
         mistakes=(
             Mistake("rloo_includes_self", "the sample is included in its own baseline: that is the same-group "
-                    "mean, not leave-one-out"),
+                    "mean, not leave-one-out", hint=2),
             Mistake("groups_along_wrong_axis", "groups formed along the batch axis instead of within each row "
-                    "of [groups, G]"),
-            Mistake("rloo_divides_by_group_size", "the leave-one-out mean divided by G instead of G - 1"),
+                    "of [groups, G]", hint=1),
+            Mistake("rloo_divides_by_group_size", "the leave-one-out mean divided by G instead of G - 1", hint=3),
             Mistake("simulation_scale_not_measured", "the simulation reports the predicted (G-1)/G instead of "
-                    "measuring the observed scale"),
+                    "measuring the observed scale", hint=4),
         ),
     ),
     Concept(
@@ -130,14 +132,14 @@ CONCEPTS: tuple[Concept, ...] = (
         ),
         mistakes=(
             Mistake("truncation_as_termination", "a record cut by a time limit or the buffer end is treated as "
-                    "terminal: no bootstrap from V(next state)"),
-            Mistake("bootstraps_from_terminal", "a terminated record still bootstraps from next_values"),
-            Mistake("recursion_leaks_across_cuts", "the backward recursion continues across a trace cut"),
+                    "terminal: no bootstrap from V(next state)", hint=2),
+            Mistake("bootstraps_from_terminal", "a terminated record still bootstraps from next_values", hint=2),
+            Mistake("recursion_leaks_across_cuts", "the backward recursion continues across a trace cut", hint=3),
             Mistake("recursion_cut_by_terminated_only", "only `terminated` stops the recursion, so it leaks "
-                    "across truncations and buffer ends"),
+                    "across truncations and buffer ends", hint=3),
             Mistake("next_values_from_values_shift", "V(s_{t+1}) taken from values[t + 1] instead of "
-                    "next_values, which is wrong at every cut"),
-            Mistake("lambda_not_applied", "the recursion decays by gamma only, ignoring lambda"),
+                    "next_values, which is wrong at every cut", hint=2),
+            Mistake("lambda_not_applied", "the recursion decays by gamma only, ignoring lambda", hint=3),
         ),
     ),
     Concept(
@@ -170,24 +172,24 @@ CONCEPTS: tuple[Concept, ...] = (
         ),
         mistakes=(
             Mistake("max_instead_of_min", "the optimistic max of the two branches instead of the pessimistic "
-                    "min"),
+                    "min", hint=2),
             Mistake("policy_loss_sign_flipped", "the policy loss is +mean(pessimistic): minimising it lowers the "
-                    "objective"),
-            Mistake("advantage_clipped_not_ratio", "the advantage is clipped instead of the probability ratio"),
+                    "objective", hint=2),
+            Mistake("advantage_clipped_not_ratio", "the advantage is clipped instead of the probability ratio", hint=2),
             Mistake("value_clip_around_returns", "the value prediction is clipped around the returns instead of "
-                    "the old values"),
-            Mistake("value_loss_min_not_max", "min of the two value losses instead of max"),
+                    "the old values", hint=3),
+            Mistake("value_loss_min_not_max", "min of the two value losses instead of max", hint=3),
             Mistake("entropy_bonus_sign_flipped", "the entropy term is added to the loss, so minimising it "
-                    "lowers entropy"),
-            Mistake("entropy_never_added", "the entropy bonus is computed and never added to the loss"),
+                    "lowers entropy", hint=5),
+            Mistake("entropy_never_added", "the entropy bonus is computed and never added to the loss", hint=5),
             Mistake("kl_k1_can_go_negative", "the k1 estimate mean(old - new log-probs) reported as a "
-                    "non-negative KL"),
+                    "non-negative KL", hint=4),
             Mistake("clip_fraction_counts_ratio_outside", "the active clip fraction counts |r - 1| > eps, "
-                    "whatever the advantage's sign"),
+                    "whatever the advantage's sign", hint=4),
             Mistake("old_log_probs_not_detached", "gradient flows into the old log-probabilities, which are data "
-                    "recorded before the update"),
+                    "recorded before the update", hint=1),
             Mistake("kl_ratio_inverted", "the k3 estimator with old/new instead of new/old: non-negative, but "
-                    "not an estimate of KL(old || new) under the old policy's samples"),
+                    "not an estimate of KL(old || new) under the old policy's samples", hint=4),
         ),
     ),
     Concept(
@@ -210,16 +212,16 @@ CONCEPTS: tuple[Concept, ...] = (
         ),
         mistakes=(
             Mistake("truncation_as_termination", "truncation at the time limit treated as termination: no "
-                    "bootstrap"),
+                    "bootstrap", hint=1),
             Mistake("bootstrap_from_reset_observation", "a truncated step bootstraps from the next episode's "
-                    "reset observation"),
-            Mistake("buffer_end_not_a_cut", "the rollout buffer's last step does not cut the trace"),
+                    "reset observation", hint=2),
+            Mistake("buffer_end_not_a_cut", "the rollout buffer's last step does not cut the trace", hint=1),
             Mistake("minibatches_with_replacement", "minibatches drawn with replacement: samples repeat or are "
-                    "skipped within an epoch"),
+                    "skipped within an epoch", hint=3),
             Mistake("old_log_probs_recomputed", "old log-probs recomputed inside the update: the ratio is stuck "
-                    "at 1"),
-            Mistake("entropy_bonus_sign_flipped", "entropy with the wrong sign in the update's loss"),
-            Mistake("no_gradient_clipping", "the gradient norm is not clipped"),
+                    "at 1", hint=4),
+            Mistake("entropy_bonus_sign_flipped", "entropy with the wrong sign in the update's loss", hint=4),
+            Mistake("no_gradient_clipping", "the gradient norm is not clipped", hint=4),
         ),
     ),
     Concept(
@@ -242,13 +244,13 @@ CONCEPTS: tuple[Concept, ...] = (
         ),
         mistakes=(
             Mistake("mask_not_shifted", "the mask aligned with input_ids[:, :-1] instead of the labels "
-                    "input_ids[:, 1:]"),
-            Mistake("log_probs_not_shifted", "logits at position t scored against token t instead of t + 1"),
-            Mistake("prompt_in_mask", "prompt tokens are in the loss"),
-            Mistake("padding_in_mask", "padding after the response is in the loss"),
-            Mistake("eos_searched_in_prompt", "an EOS inside the prompt ends the response"),
-            Mistake("eos_dropped_when_pad_is_eos", "EOS dropped when pad_token_id == eos_token_id"),
-            Mistake("include_eos_ignored", "the EOS column is scored whatever include_eos says"),
+                    "input_ids[:, 1:]", hint=2),
+            Mistake("log_probs_not_shifted", "logits at position t scored against token t instead of t + 1", hint=1),
+            Mistake("prompt_in_mask", "prompt tokens are in the loss", hint=2),
+            Mistake("padding_in_mask", "padding after the response is in the loss", hint=3),
+            Mistake("eos_searched_in_prompt", "an EOS inside the prompt ends the response", hint=3),
+            Mistake("eos_dropped_when_pad_is_eos", "EOS dropped when pad_token_id == eos_token_id", hint=4),
+            Mistake("include_eos_ignored", "the EOS column is scored whatever include_eos says", hint=3),
         ),
     ),
     Concept(
@@ -277,23 +279,25 @@ CONCEPTS: tuple[Concept, ...] = (
         ),
         mistakes=(
             Mistake("token_mean_divides_by_batch", "token_mean divided by the number of rows instead of the "
-                    "number of response tokens"),
+                    "number of response tokens", hint=2),
             Mistake("sequence_mean_divides_by_padded_length", "sequence_mean divides each row by the padded "
-                    "length instead of its response length"),
+                    "length instead of its response length", hint=2),
             Mistake("sequence_ratio_mean_of_token_ratios", "the sequence ratio as a mean of token ratios "
-                    "instead of their product"),
+                    "instead of their product", hint=3),
             Mistake("masked_values_leak", "values at masked positions leak into the terms (mask applied after "
-                    "exp, so extremes overflow)"),
+                    "exp, so extremes overflow)", hint=1),
             Mistake("mask_ignored_in_sequence_ratio", "prompt and padding columns summed into the sequence "
-                    "log-ratio"),
+                    "log-ratio", hint=3),
             Mistake("token_mean_divides_by_padded_size", "token_mean divided by every padded position (B * L) "
-                    "instead of the number of response tokens"),
-            Mistake("empty_response_divides_by_zero", "an empty response makes sequence_mean divide 0 by 0 (NaN)"),
-            Mistake("objective_sign_flipped", "the loss returned where the objective to maximise is documented"),
+                    "instead of the number of response tokens", hint=2),
+            Mistake("empty_response_divides_by_zero", "an empty response makes sequence_mean divide 0 by 0 (NaN)",
+                    hint=4),
+            Mistake("objective_sign_flipped", "the loss returned where the objective to maximise is documented",
+                    hint=2),
             Mistake("sequence_ratio_product_overflows", "the sequence ratio as a running product of token ratios, "
-                    "which overflows where the sum of log-ratios does not"),
+                    "which overflows where the sum of log-ratios does not", hint=3),
             Mistake("masked_terms_keep_the_advantage", "masked positions get ratio 1 but keep the advantage, so "
-                    "their terms are A instead of 0"),
+                    "their terms are A instead of 0", hint=1),
         ),
     ),
     Concept(
@@ -321,19 +325,19 @@ CONCEPTS: tuple[Concept, ...] = (
             "from response_token_mask with include_eos=True.",
         ),
         mistakes=(
-            Mistake("rloo_includes_self", "the sample is included in its own baseline"),
-            Mistake("groups_across_prompts", "groups formed across prompts instead of within each prompt"),
-            Mistake("causal_shift_off_by_one", "token log-probs aligned with input_ids[:, :-1]"),
+            Mistake("rloo_includes_self", "the sample is included in its own baseline", hint=3),
+            Mistake("groups_across_prompts", "groups formed across prompts instead of within each prompt", hint=3),
+            Mistake("causal_shift_off_by_one", "token log-probs aligned with input_ids[:, :-1]", hint=4),
             Mistake("eos_excluded_from_loss", "the EOS token is left out of the loss, so stopping is never "
-                    "learned"),
+                    "learned", hint=4),
             Mistake("old_log_probs_not_frozen", "old log-probs recomputed with the current policy at every "
-                    "epoch"),
-            Mistake("tokens_after_eos", "sampling keeps emitting tokens after EOS"),
+                    "epoch", hint=4),
+            Mistake("tokens_after_eos", "sampling keeps emitting tokens after EOS", hint=2),
             Mistake("sampling_from_the_first_position", "the next token drawn from the first position's logits "
-                    "instead of the last position's"),
-            Mistake("prompt_tokens_in_loss", "every non-padding label is scored, prompt tokens included"),
+                    "instead of the last position's", hint=1),
+            Mistake("prompt_tokens_in_loss", "every non-padding label is scored, prompt tokens included", hint=4),
             Mistake("objective_returned_as_loss", "the objective to maximise is minimised: good responses become "
-                    "less likely"),
+                    "less likely", hint=4),
         ),
     ),
 )

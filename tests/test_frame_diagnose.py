@@ -115,7 +115,13 @@ def test_json_and_the_student_sentence(capsys):
     sentence = diagnosis.Diagnosis(**report["diagnoses"][0]).sentence()
     assert sentence.startswith("your gae_advantages behaves like the catalogued mistake 'the recursion decays by "
                                "gamma only, ignoring lambda' on ")
-    assert sentence.endswith("probes: GUIDE.md §3, `kata hint gae`")
+    assert sentence.endswith("probes: GUIDE.md §3, `kata hint gae --level 3`")
+
+
+def test_every_mistake_points_at_an_existing_hint():
+    for c in CONCEPTS:
+        for mistake in c.mistakes:
+            assert 1 <= mistake.hint <= len(c.hints), f"{c.name}/{mistake.name}: hint level {mistake.hint}"
 
 
 def test_probes_are_drawn_once_and_always_the_same():
