@@ -1,0 +1,31 @@
+"""The loss's token log-probabilities taken as ``-cross_entropy(logits, labels, reduction="none")`` over the
+causally shifted positions, instead of ``log_softmax`` then ``gather``.
+
+Valid: ``cross_entropy(z, y) = -log softmax(z)[y]``, so the new log-probs are the same numbers up to floating
+rounding (and the same gradient); mask, RLOO advantages, clipping and reduction are the reference's. The old
+log-probs still come from ``token_log_probs``, so the first epoch's ratio is 1 up to rounding.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from kata.arrays import as_float_tensor
+from kata.contracts.rloo_loop import check_loss_arguments
+from kata.sequence_task import EOS_ID, PAD_ID
+from solutions.response_masks import response_token_mask
+from solutions.token_objectives import masked_token_ppo_objective
+
+
+def sequence_policy_loss(logits, input_ids, prompt_lengths, old_log_probs, advantages, clip_epsilon,
+                         reduction="token_mean", *, pad_token_id=PAD_ID, eos_token_id=EOS_ID):
+    check_loss_arguments(logits, input_ids, old_log_probs, advantages, clip_epsilon, reduction)
+    scores = torch.as_tensor(logits)
+    ids = torch.as_tensor(input_ids)
+    mask = response_token_mask(ids, torch.as_tensor(prompt_lengths), pad_token_id, eos_token_id, include_eos=True)
+    # cross_entropy wants the classes in dimension 1: [B, V, T - 1] against labels [B, T - 1].
+    new_log_probs = -torch.nn.functional.cross_entropy(scores[:, :-1].transpose(1, 2), ids[:, 1:].long(),
+                                                       reduction="none")
+    old = as_float_tensor(old_log_probs, "old_log_probs", like=new_log_probs).to(new_log_probs.dtype)
+    adv = as_float_tensor(advantages, "advantages", like=new_log_probs).to(new_log_probs.dtype)
+    return -masked_token_ppo_objective(new_log_probs, old, adv, mask, clip_epsilon, reduction)

@@ -1,0 +1,36 @@
+"""Each next token drawn by the Gumbel-max trick: ``argmax(log softmax(z) + g)`` with ``g = -log E``,
+``E ~ Exponential(1)`` from the generator.
+
+Valid: with independent standard Gumbel noise ``g_v`` per token, ``P(argmax_v (log p_v + g_v) = k) = p_k`` exactly,
+so each token has the distribution ``torch.multinomial`` samples from; the generator still fixes every draw. Only
+the random stream differs (one exponential per vocabulary entry instead of one uniform per row).
+"""
+
+from __future__ import annotations
+
+import torch
+
+from kata.arrays import like_inputs
+from kata.contracts.rloo_loop import sampling_inputs
+from kata.sequence_task import EOS_ID, PAD_ID
+
+
+def sample_responses(model, prompt_ids, max_new_tokens, *, eos_token_id=EOS_ID, pad_token_id=PAD_ID,
+                     deterministic=False, generator=None):
+    prompts, length, eos, pad, greedy, generator = sampling_inputs(
+        model, prompt_ids, max_new_tokens, eos_token_id, pad_token_id, deterministic, generator
+    )
+    ids = prompts.clone()
+    finished = torch.zeros(ids.shape[0], dtype=torch.bool)
+    with torch.no_grad():
+        for _ in range(length):
+            next_logits = model(ids)[:, -1].float()
+            if greedy:
+                next_tokens = next_logits.argmax(dim=-1)
+            else:
+                gumbel = -torch.empty_like(next_logits).exponential_(generator=generator).log()
+                next_tokens = (torch.log_softmax(next_logits, dim=-1) + gumbel).argmax(dim=-1)
+            next_tokens = torch.where(finished, torch.full_like(next_tokens, pad), next_tokens)
+            ids = torch.cat([ids, next_tokens[:, None]], dim=1)
+            finished = finished | (next_tokens == eos)
+    return like_inputs(ids, prompt_ids)

@@ -1,0 +1,37 @@
+"""Each next token drawn by inverse-CDF sampling: one uniform ``u`` per row from the generator, and the token is
+the number of cumulative probabilities ``u`` reaches, ``sum_k [u >= F_k]`` over ``F_0 .. F_{V-2}``.
+
+Valid: token ``k`` is chosen exactly when ``F_{k-1} <= u < F_k``, with probability ``p_k``, the distribution
+``torch.multinomial`` samples from; the generator still fixes every draw. Every row samples until the longest
+response ends (finished rows keep padding), so the stream differs from the reference's, not the distribution.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from kata.arrays import like_inputs
+from kata.contracts.rloo_loop import sampling_inputs
+from kata.sequence_task import EOS_ID, PAD_ID
+
+
+def sample_responses(model, prompt_ids, max_new_tokens, *, eos_token_id=EOS_ID, pad_token_id=PAD_ID,
+                     deterministic=False, generator=None):
+    prompts, length, eos, pad, greedy, generator = sampling_inputs(
+        model, prompt_ids, max_new_tokens, eos_token_id, pad_token_id, deterministic, generator
+    )
+    ids = prompts.clone()
+    finished = torch.zeros(ids.shape[0], dtype=torch.bool)
+    with torch.no_grad():
+        for _ in range(length):
+            next_logits = model(ids)[:, -1].float()
+            if greedy:
+                next_tokens = next_logits.argmax(dim=-1)
+            else:
+                cumulative = torch.softmax(next_logits, dim=-1).cumsum(dim=-1)[:, :-1]
+                uniforms = torch.rand(ids.shape[0], 1, generator=generator)
+                next_tokens = (uniforms >= cumulative).sum(dim=-1)
+            next_tokens = torch.where(finished, torch.full_like(next_tokens, pad), next_tokens)
+            ids = torch.cat([ids, next_tokens[:, None]], dim=1)
+            finished = finished | (next_tokens == eos)
+    return like_inputs(ids, prompt_ids)
