@@ -6,6 +6,7 @@
     kata check [gae] [--slow]       run one concept's tests on exercises/ (default: the next unfinished one)
     kata watch [gae]                check again whenever a file in exercises/ changes
     kata grade [SUBMISSION ...]     grade folders laid out like exercises/ with the reference's tests
+    kata autograder --out FILE      build a Gradescope autograder zip
     kata lab [--impl exercises]     run the lab end to end (kata.lab), on the reference by default
     kata diagnose [CONCEPT ...]     which catalogued mistake your code behaves like (kata.diagnose)
     kata mistakes [CONCEPT ...]     prove every catalogued mistake is caught (kata.mistakes)
@@ -217,6 +218,7 @@ def cmd_grade(args: argparse.Namespace) -> int:
         timeout=args.timeout,
         watchdog=args.watchdog,
         include_slow=not args.no_slow,
+        chained=args.chained,
         threads_per_job=max(1, cores // jobs) if jobs > 1 else None,
     )
     print(f"kata grade: {len(submissions)} submission(s), {jobs} at a time, {args.timeout:g} s per test, "
@@ -228,21 +230,24 @@ def cmd_grade(args: argparse.Namespace) -> int:
         print(f"[{done[0]}/{len(submissions)}] {result.submission}: {grade.format_points(result.total)} of "
               f"{grade.format_points(result.max_total)}", file=sys.stderr, flush=True)
 
-    results: list[grade.SubmissionResult] = []
-    code = 0
-    try:
-        results = grade.grade_all(submissions, grader, jobs=jobs, on_result=progress)
-    except grade.GradingInterrupted as interrupted:
-        results = interrupted.results
-        print("kata grade: interrupted; the reports hold what was graded", file=sys.stderr)
-        code = 130
-    finally:
-        written = grade.write_reports(results, json_path=args.json, csv_path=args.csv,
-                                      gradescope_path=args.gradescope, concepts=concepts)
+    reports = dict(json_path=args.json, csv_path=args.csv, gradescope_path=args.gradescope, concepts=concepts)
+    results, interrupted = grade.run_batch(submissions, grader, jobs=jobs, reports=reports, on_result=progress)
+    if interrupted:
+        print("kata grade: interrupted; the reports hold what was graded (the rest is blank)", file=sys.stderr)
     print(grade.markdown(results, concepts), end="")
-    for path in written:
-        print(f"wrote {path}", file=sys.stderr)
-    return code
+    for name in ("json_path", "csv_path", "gradescope_path"):
+        if reports[name]:
+            print(f"wrote {reports[name]}", file=sys.stderr)
+    return 130 if interrupted else 0
+
+
+def cmd_autograder(args: argparse.Namespace) -> int:
+    from kata import autograder
+
+    out = autograder.build(Path(args.out), timeout=args.timeout, include_slow=not args.no_slow)
+    print(f"wrote {out} ({out.stat().st_size / 1024:.0f} KiB): upload it as a Gradescope programming assignment's "
+          "autograder (Ubuntu image); students upload their concept files (flat, or an exercises/ folder)")
+    return 0
 
 
 # ---- lab and the delegated commands ------------------------------------------------------------------------------
@@ -316,25 +321,37 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
         description=textwrap.dedent("""\
             Grade each SUBMISSION, a folder laid out like exercises/ (default: ./exercises), with this
-            repository's tests, each submission in its own pytest subprocess (--impl SUBMISSION, the ci
+            repository's tests, each submission in one pytest subprocess in a fresh copy of the tests (the ci
             Hypothesis profile, so every submission meets the same examples; slow integration tests included
             unless --no-slow: they prove the code trains; the frame tests are not run).
+
+            Each concept is graded on the submission's own module for it and the reference's modules for the
+            concepts it builds on, so a broken early concept costs only its own points (--chained: everything
+            on the submission's own modules). chained_status says how the concept fares on the student's own
+            chain; where the two differ, every report says so ("ppo_cartpole passes on its own code; with your
+            gae it fails (gae is wrong)").
 
             Points are partial credit: a concept earns points * passed / (passed + failed). Status per concept:
               passed   every test passed
               failed   some test failed (the first failure's message is reported)
-              error    the module (or the whole package) does not import, or no test ran: zero points
-              timeout  a test ran longer than --timeout, or the run had to be killed: zero points
-            A hanging concept costs one --timeout (its other tests are not run); the other concepts are still
-            graded. One submission's failure never stops the batch, and the reports are always written.
+              error    the module (or the whole package) does not import, imports solutions, or no test
+                       ran, or the run changed the grader's copy of the tests: zero points
+              timeout  a test ran longer than --timeout (killed shortly after if it ignores the alarm), the
+                       run had to be killed, or it used up its CPU time: zero points
+            A hanging concept costs one --timeout; the other concepts are still graded. Each run has limits on
+            address space, CPU time and processes (named in the notes when they fire), and no process it
+            started outlives it. One submission's failure never stops the batch; the reports are rewritten
+            (atomically) after every submission, and Ctrl-C or SIGTERM leaves them complete.
 
-            Output: a Markdown table on stdout; --json {"submissions": [{"submission", "total", "max_total",
-            "concepts": {NAME: {"points", "max_points", "passed", "failed", "status", "message"}}}]};
-            --csv one row per submission, a column per concept, the total; --gradescope the results.json of
-            an autograder platform (one test per concept; one submission only).
+            Output: a Markdown table on stdout; --json {"submissions": [{"submission", "graded", "total",
+            "max_total", "notes", "concepts": {NAME: {"points", "max_points", "passed", "failed", "status",
+            "message", "chained_status", "chained_message"}}}]}; --csv one row per submission, a column per
+            concept, the total, the maximum and the notes (blank if not graded, never 0); --gradescope the
+            results.json of Gradescope (one test per concept; one submission only; `kata autograder` builds
+            the whole autograder).
 
-            Submitted code runs with your rights: it can read and write your files and use the network.
-            Grade untrusted code inside a container or a throwaway virtual machine."""))
+            Submitted code runs with your rights in the process that records its results: it can read and write
+            your files and use the network. Grade untrusted code inside a container or a throwaway virtual machine."""))
     p.add_argument("submissions", nargs="*", metavar="SUBMISSION", help="folders to grade (default ./exercises)")
     p.add_argument("--json", metavar="FILE", help="write the JSON report to FILE")
     p.add_argument("--csv", metavar="FILE", help="write one CSV row per submission to FILE")
@@ -346,9 +363,24 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--jobs", type=positive_int, default=None, metavar="N",
                    help="submissions graded at once (default: the number of cores)")
     p.add_argument("--no-slow", action="store_true", help="leave out the slow integration tests")
+    p.add_argument("--chained", action="store_true",
+                   help="grade every concept on the submission's own earlier concepts too (default: each concept "
+                   "on its own module and the reference's for the concepts it builds on)")
     p.add_argument("--concepts", type=lambda text: [concept_argument(n) for n in text.split(",") if n],
                    default=None, metavar="NAME,NAME", help="grade these concepts only (default: all eight)")
     p.set_defaults(handler=cmd_grade)
+
+    p = sub.add_parser(
+        "autograder", help="build a Gradescope autograder zip (setup.sh, run_autograder, the tests and reference)",
+        description="Build the zip a Gradescope programming assignment takes as its autograder: setup.sh installs "
+        "Python 3.11, the requirements and torch's CPU build; run_autograder grades the student's upload (the "
+        "concept files flat, or an exercises/ folder) as `kata grade` does and writes results/results.json, a "
+        "test per concept. See kata/autograder.py.")
+    p.add_argument("--out", default="autograder.zip", metavar="FILE", help="where to write it (autograder.zip)")
+    p.add_argument("--timeout", type=positive_float, default=DEFAULT_TIMEOUT, metavar="SECONDS",
+                   help=f"limit per test (default {DEFAULT_TIMEOUT:g})")
+    p.add_argument("--no-slow", action="store_true", help="leave out the slow integration tests")
+    p.set_defaults(handler=cmd_autograder)
 
     p = sub.add_parser("lab", help="run the lab end to end: figures, report.md and results.json",
                        description="Run the lab notebook's whole route (baseline simulation, GAE example, PPO on "

@@ -1,119 +1,99 @@
 """Grade submissions with the reference's tests: per concept, tests passed and failed, points and a status.
 
-Each submission (a folder laid out like ``exercises/``) is graded in its own pytest subprocess, run from this
-repository (its ``tests/`` and ``conftest.py``) with ``--impl SUBMISSION`` and the ``ci`` Hypothesis profile
-(derandomized: every submission meets the same examples). Slow integration tests are included by default: they are
-the proof that the student's functions train the lab's agents (``include_slow=False`` leaves them out). The
-``frame`` tests (the kata's own tooling) are never run.
+Each submission (a folder laid out like ``exercises/``) is graded in one pytest subprocess, run in a fresh copy of
+this repository's tests and grader (kata.grade_workspace) under the ``ci`` Hypothesis profile (derandomized: every
+submission meets the same examples). Slow integration tests are included by default: they are the proof that the
+student's functions train the lab's agents (``include_slow=False`` leaves them out). The ``frame`` tests are never
+run.
 
-Points are partial credit: a concept earns ``points * passed / (passed + failed)``; a concept whose module does not
-import (``error``) or whose tests hang (``timeout``) earns zero. Statuses: ``passed`` (every test passed), ``failed``,
-``error`` (the module does not import, or no test ran), ``timeout``.
+Credit per concept (the default): each concept is graded on the submission's own module for it, with the
+reference's modules for the concepts it builds on (per-concept views, one subprocess for all of them), so a broken
+early concept never costs a later one its points. Where a concept passes on its own code and one it builds on
+failed, its tests run again on the submission's own chain: ``chained_status`` (and a sentence in every report)
+says whether it still passes. If a concept it builds on does not load or hangs, the chain is not run again (that
+would cost another timeout): it inherits that status. ``chained=True`` grades everything on the submission's own
+modules, as one package.
+
+Points are partial credit: ``points * passed / (passed + failed)``; ``error`` (the module does not import, or no
+test ran) and ``timeout`` earn zero.
 
 Robustness, in layers:
 
 1. The plugin :mod:`kata.progress` fails a test that outlives ``timeout`` seconds (an exception Hypothesis cannot
-   swallow) and fails the rest of that concept at once, so one hanging concept costs one timeout.
-2. A test that cannot even be set up (the submission's own ``__init__.py`` fails) is an ``error`` once every test
-   of the concept failed that way.
-3. A watchdog kills the whole subprocess (its process group) after ``watchdog`` seconds, for code that hangs where
-   no signal reaches (inside a C extension); code that kills its own interpreter or raises KeyboardInterrupt ends
-   the run early. The plugin's report, rewritten after every test, names the test that was running: its concept
-   gets ``timeout`` (or ``error`` if the process died or was interrupted), and the concepts not finished yet are
-   graded again in a fresh subprocess, until every concept has a result.
-4. Anything else that goes wrong with one submission becomes ``error`` for its concepts; the batch goes on, and
-   the reports are always written.
+   swallow) and the rest of that concept at once, so one hanging concept costs one timeout.
+2. A test still running ``timeout + kill_grace`` seconds after it started (it ignores the alarm, or hangs where no
+   signal reaches) is killed with its whole run; so is a run past ``watchdog`` seconds. The plugin's report,
+   rewritten after every test, names the test that was running: its concept gets ``timeout`` (or ``error`` if the
+   process died or was interrupted), and the concepts not finished yet are graded again in a fresh subprocess.
+3. Every run goes through kata.grade_sandbox: limits on address space, CPU time and processes (named in the report
+   when they fire), and no process left behind, whether started in the background or in a new session.
+4. A submission cannot import ``solutions`` or the catalogues (kata.grade_guard), and a run that changes the copy
+   of the tests it ran with is reported and its concepts become ``error``.
+5. Anything else that goes wrong with one submission becomes ``error`` for its concepts; the batch goes on.
 
-Grading does not sandbox anything: submitted code runs with the grader's rights (files, network, processes).
-Grade untrusted code inside a container or a throwaway virtual machine.
+What one interpreter cannot stop: the submission runs in the same process as the tests and the plugin that
+records their results, with the grader's rights. README.md, "What grading does not protect against".
 """
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
 import tempfile
 import threading
+import time
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor, wait
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from kata import grade_workspace as workspace
+from kata.grade_results import (  # noqa: F401 - the grader's public names, one import away
+    STATUSES,
+    ConceptResult,
+    SubmissionResult,
+    chained_sentence,
+    concept_result,
+    error_result,
+    format_points,
+    markdown,
+    not_graded,
+    printable,
+    to_csv,
+    to_gradescope,
+    to_json,
+    write_reports,
+)
 from kata.impl import REPOSITORY_ROOT
 from kata.manifest import CONCEPTS, Concept
 
 DEFAULT_TIMEOUT = 60.0  # seconds per test; the slowest integration test takes ~10 s on a loaded 2-core machine
 HYPOTHESIS_PROFILE = "ci"
-STATUSES = ("passed", "failed", "error", "timeout")
 PYTEST_INTERRUPTED = 2  # pytest's exit status for a session stopped by KeyboardInterrupt
 OUTPUT_TAIL = 2000  # characters of a crashed run's output kept for its error message
-
-
-@dataclass
-class ConceptResult:
-    points: float
-    max_points: float
-    passed: int
-    failed: int
-    status: str  # passed | failed | error | timeout
-    message: str
-
-
-@dataclass
-class SubmissionResult:
-    submission: str
-    concepts: dict[str, ConceptResult] = field(default_factory=dict)
-
-    @property
-    def total(self) -> float:
-        return round(sum(result.points for result in self.concepts.values()), 6)
-
-    @property
-    def max_total(self) -> float:
-        return float(sum(result.max_points for result in self.concepts.values()))
-
-    def as_json(self) -> dict[str, Any]:
-        return {
-            "submission": self.submission,
-            "total": self.total,
-            "max_total": self.max_total,
-            "concepts": {name: vars(result).copy() for name, result in self.concepts.items()},
-        }
+MEMORY_LIMIT = 4 * 2**30  # bytes of address space per run; the whole suite on the reference needs under 1 GiB
+PROCESS_LIMIT = 64  # processes (threads included) a run may add
+STOP_GRACE = 5.0  # seconds between asking a run to stop and killing it
+SIGXCPU_EXIT = 128 + signal.SIGXCPU
+LIMIT_SIGNS = {  # what a failure message shows when a limit fired
+    "address space": ("MemoryError", "can't allocate memory", "std::bad_alloc", "Cannot allocate memory"),
+    "processes": ("BlockingIOError", "Resource temporarily unavailable"),
+}
 
 
 def default_watchdog(timeout: float) -> float:
-    """Seconds before the whole subprocess of one submission is killed: ten per-test timeouts."""
+    """Seconds before a whole run of one submission is killed: ten per-test timeouts."""
     return 10.0 * timeout
 
 
-def error_result(concept: Concept, message: str, status: str = "error") -> ConceptResult:
-    return ConceptResult(0.0, float(concept.points), 0, 0, status, message)
-
-
-def concept_result(concept: Concept, summary: dict[str, Any] | None) -> ConceptResult:
-    """Points and status of one concept from the plugin's per-concept summary (see kata.progress)."""
-    max_points = float(concept.points)
-    if not summary or not summary.get("collected"):
-        return error_result(concept, f"no test of {concept.name} ran (are tests/test_{concept.name}.py there?)")
-    passed, failed = int(summary["passed"]), int(summary["failed"])
-    message = summary.get("message", "")
-    if summary.get("timeout"):
-        return ConceptResult(0.0, max_points, passed, failed, "timeout", message)
-    if summary.get("import_error") or summary.get("setup_error", 0) >= summary["collected"]:
-        return ConceptResult(0.0, max_points, passed, failed, "error", message)
-    if passed + failed == 0:
-        return ConceptResult(0.0, max_points, 0, 0, "error", f"every {concept.name} test was skipped")
-    points = round(max_points * passed / (passed + failed), 6)
-    return ConceptResult(points, max_points, passed, failed, "passed" if failed == 0 else "failed", message)
-
-
-# ---- one submission ----------------------------------------------------------------------------------------------
+def default_kill_grace(timeout: float) -> float:
+    """Seconds past ``timeout`` after which a test that ignores its alarm is killed."""
+    return max(5.0, timeout / 4)
 
 
 @dataclass
@@ -122,8 +102,9 @@ class Run:
 
     report: dict[str, Any]
     returncode: int | None
-    killed: bool  # by the watchdog
+    killed: str  # "" or why the grader killed it
     output_tail: str
+    changed: list[str]  # files of the run's copy that the run changed
 
 
 class Grader:
@@ -135,17 +116,29 @@ class Grader:
         concepts: Sequence[Concept] = CONCEPTS,
         timeout: float = DEFAULT_TIMEOUT,
         watchdog: float | None = None,
+        kill_grace: float | None = None,
         include_slow: bool = True,
+        chained: bool = False,
         threads_per_job: int | None = None,
+        memory_limit: int = MEMORY_LIMIT,
+        cpu_limit: float | None = None,
+        process_limit: int = PROCESS_LIMIT,
         repository: Path = REPOSITORY_ROOT,
+        reference: Path | None = None,
         python: str = sys.executable,
     ) -> None:
         self.concepts = list(concepts)
         self.timeout = float(timeout)
         self.watchdog = float(watchdog) if watchdog is not None else default_watchdog(self.timeout)
+        self.kill_grace = float(kill_grace) if kill_grace is not None else default_kill_grace(self.timeout)
         self.include_slow = include_slow
+        self.chained = chained
         self.threads_per_job = threads_per_job
-        self.repository = repository
+        self.memory_limit = memory_limit
+        self.cpu_limit = int(cpu_limit if cpu_limit is not None else self.watchdog)
+        self.process_limit = process_limit
+        self.repository = Path(repository)
+        self.reference = Path(reference) if reference is not None else self.repository / workspace.REFERENCE
         self.python = python
         self._active: set[subprocess.Popen[bytes]] = set()
         self._lock = threading.Lock()
@@ -153,152 +146,253 @@ class Grader:
 
     # ---- the subprocess ----
 
-    def _command(self, submission: Path, concepts: Iterable[Concept], report: Path) -> list[str]:
+    def _command(self, impl: Path, concepts: Iterable[Concept], report: Path) -> list[str]:
         selection = " or ".join(c.marker for c in concepts)
         marker = f"({selection})" + ("" if self.include_slow else " and not slow")
-        # The repository's ini file and rootdir, named outright: a submission that lives in a clone of the kata
-        # (with its own pyproject.toml) must not become pytest's rootdir. `--impl=PATH` in one word, so pytest
-        # does not take the path for a test argument either.
-        ini = next((self.repository / name for name in ("pytest.ini", "pyproject.toml")
-                    if (self.repository / name).exists()), None)
+        limits = [f"--memory={self.memory_limit}", f"--cpu={self.cpu_limit}",
+                  f"--processes={self.process_limit if os.getuid() else 0}"]  # root ignores RLIMIT_NPROC
+        # The copy's ini file and rootdir, named outright: a submission that lives in a clone of the kata (with its
+        # own pyproject.toml) must not become pytest's rootdir. `--impl=PATH` in one word, so pytest does not take
+        # the path for a test argument either.
+        root = impl.parent
+        ini = [f"--config-file={root / 'repository' / name}" for name in ("pytest.ini", "pyproject.toml")
+               if (root / "repository" / name).exists()][:1]
         return [
-            self.python, "-m", "pytest", str(self.repository / "tests"), f"--rootdir={self.repository}",
-            *([f"--config-file={ini}"] if ini else []),
-            f"--impl={submission}", "-m", marker,
+            self.python, "-m", "kata.grade_sandbox", *limits, "--",
+            self.python, "-m", "pytest", "tests", f"--rootdir={root / 'repository'}", *ini,
+            f"--impl={impl}", "-m", marker, "-p", "kata.grade_guard",
             "-p", "kata.progress", "--kata-report", str(report), "--kata-test-timeout", f"{self.timeout:g}",
             "--timeout", "0",  # pytest-timeout off: its exception is swallowed by Hypothesis (see kata.progress)
-            "-q", "--no-header", "-p", "no:cacheprovider",
+            "-q", "--no-header", "-p", "no:cacheprovider", "-p", "no:randomly",
         ]
 
     def _environment(self) -> dict[str, str]:
-        environment = dict(os.environ)
+        environment = {name: value for name, value in os.environ.items()
+                       if not name.startswith(("PYTEST_", "KATA_", "PYTHONPATH"))}
         environment.update(
             KATA_HYPOTHESIS_PROFILE=HYPOTHESIS_PROFILE,
             PYTHONDONTWRITEBYTECODE="1",  # leave the submission's folder as it was handed in
             PYTHONHASHSEED="0",
         )
-        environment.pop("KATA_IMPL", None)
         if self.threads_per_job:  # several jobs side by side: do not let each torch take every core
             for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
                 environment[name] = str(self.threads_per_job)
         return environment
 
-    def _run(self, submission: Path, concepts: list[Concept]) -> Run:
+    def _run(self, submission: Path, concepts: list[Concept], chained: bool) -> Run:
+        """One run in a fresh copy: per-concept views of ``submission``, or (``chained``) the folder whole."""
         if self.stopped:
             raise GradingStopped("grading was interrupted")
-        with tempfile.TemporaryDirectory(prefix="kata-grade-") as scratch:
-            report_path = Path(scratch) / "report.json"
-            output_path = Path(scratch) / "output.txt"
+        with tempfile.TemporaryDirectory(prefix="kata-grade-") as scratch_name:
+            scratch = Path(scratch_name)
+            repository = workspace.repository_copy(scratch / "repository", self.repository)
+            if chained:
+                impl = workspace.submission_files(submission, scratch / "submission")
+            else:
+                impl = workspace.concept_views(submission, scratch / "views", concepts, self.reference)
+            before = workspace.fingerprint(repository)
+            report_path, output_path = scratch / "report.json", scratch / "output.txt"
             with open(output_path, "wb") as output:
                 process = subprocess.Popen(
-                    self._command(submission, concepts, report_path),
-                    cwd=self.repository, env=self._environment(), stdout=output, stderr=subprocess.STDOUT,
-                    stdin=subprocess.DEVNULL, start_new_session=True,  # its own group: killed as one
+                    self._command(impl, concepts, report_path), cwd=repository, env=self._environment(),
+                    stdout=output, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                    start_new_session=True,  # its own group: stopped as one
                 )
                 with self._lock:
                     self._active.add(process)
-                killed = False
                 try:
-                    process.wait(timeout=self.watchdog)
-                except subprocess.TimeoutExpired:
-                    killed = True
-                    _kill_group(process)
+                    killed = self._watch(process, report_path)
                 finally:
                     with self._lock:
                         self._active.discard(process)
-            try:
-                report = json.loads(report_path.read_text())
-            except (OSError, ValueError):
-                report = {}
+            report = _read_json(report_path)
+            for summary in report.get("concepts", {}).values():  # name the submission, not the run's copy
+                summary["message"] = re.sub(re.escape(str(impl)) + ("" if chained else r"/\w+"),
+                                            printable(submission).replace("\\", "\\\\"), summary.get("message", ""))
             tail = output_path.read_bytes()[-OUTPUT_TAIL:].decode(errors="replace")
-        return Run(report, None if killed else process.returncode, killed, tail)
+            changed = workspace.changed_files(before, workspace.fingerprint(repository))
+        return Run(report, None if killed else process.returncode, killed, tail, changed)
+
+    def _watch(self, process: subprocess.Popen[bytes], report_path: Path) -> str:
+        """Wait for ``process``; stop it when one test or the whole run overruns. Returns why it was stopped."""
+        started = time.monotonic()
+        current, current_since = None, started
+        while True:
+            try:
+                process.wait(timeout=0.25)
+                return ""
+            except subprocess.TimeoutExpired:
+                pass
+            now = time.monotonic()
+            test = _read_json(report_path).get("current")
+            if test != current:
+                current, current_since = test, now
+            why = ""
+            if current and now - current_since > self.timeout + self.kill_grace:
+                why = f"killed {now - current_since:.0f} s after its test started (the limit is {self.timeout:g} s)"
+            elif now - started > self.watchdog:
+                why = f"killed after {self.watchdog:g} s, the limit for a whole run"
+            if why:
+                _stop(process)
+                return why
 
     def stop(self) -> None:
-        """Kill every subprocess still running and start no other (Ctrl-C in the middle of a batch)."""
+        """Stop every run still going and start no other (Ctrl-C or SIGTERM in the middle of a batch)."""
         with self._lock:
             self.stopped = True
             active = list(self._active)
         for process in active:
-            _kill_group(process)
+            _stop(process)
 
     # ---- one submission ----
 
     def grade(self, submission: str | os.PathLike[str]) -> SubmissionResult:
         """Grade one submission; never raises for anything the submission does."""
-        label = str(submission)
-        result = SubmissionResult(label)
+        result = SubmissionResult(printable(submission))
         folder = Path(submission).expanduser().resolve()
         problem = _layout_problem(folder)
         if problem:
             result.concepts = {c.name: error_result(c, problem) for c in self.concepts}
             return result
-        remaining = list(self.concepts)
-        while remaining:
-            run = self._run(folder, remaining)
-            summaries = run.report.get("concepts", {})
-            # Exit status 2 is an interrupted session: a KeyboardInterrupt raised by the submission stops pytest.
-            if run.report.get("finished") and run.report.get("exitstatus") != PYTEST_INTERRUPTED:
-                for concept in remaining:
-                    result.concepts[concept.name] = concept_result(concept, summaries.get(concept.name))
-                break
-            # The run did not finish: a watchdog kill, an interrupt, or the interpreter died. Keep what completed.
-            running = run.report.get("current_concept")
-            for concept in remaining:
-                summary = summaries.get(concept.name)
-                if concept.name == running:
-                    result.concepts[concept.name] = self._stopped_while_running(concept, run)
-                elif summary and summary["collected"] and _complete(summary):
-                    result.concepts[concept.name] = concept_result(concept, summary)
-            still = [c for c in remaining if c.name not in result.concepts]
-            if len(still) == len(remaining):  # nothing was learnt: the run failed before any test
-                why = _describe_failed_run(run, self.watchdog)
-                for concept in still:
-                    result.concepts[concept.name] = error_result(
-                        concept, why, status="timeout" if run.killed else "error")
-                break
-            remaining = still
+        result.concepts = self._grade_concepts(folder, self.concepts, chained=self.chained, notes=result.notes)
+        if self.chained:
+            for r in result.concepts.values():
+                r.chained_status = r.status
+        else:
+            self._grade_chains(folder, result)
+        for name, r in result.concepts.items():
+            limit = limit_reached(r.message)
+            if limit:
+                result.notes.append(f"{name}: the {limit} limit was reached ({self.limit_text(limit)})")
         result.concepts = {c.name: result.concepts[c.name] for c in self.concepts}
         return result
 
+    def limit_text(self, limit: str) -> str:
+        return {"address space": f"{self.memory_limit / 2**30:g} GiB", "processes": f"{self.process_limit} more",
+                "CPU time": f"{self.cpu_limit} s"}[limit]
 
-    def _stopped_while_running(self, concept: Concept, run: Run) -> ConceptResult:
+    def _grade_concepts(self, folder: Path, concepts: list[Concept], *, chained: bool,
+                        notes: list[str]) -> dict[str, ConceptResult]:
+        """Run until every concept in ``concepts`` has a result (a fresh run after a crash or a kill)."""
+        results: dict[str, ConceptResult] = {}
+        remaining = list(concepts)
+        while remaining:
+            run = self._run(folder, remaining, chained)
+            if run.changed:
+                shown = ", ".join(run.changed[:5]) + (" …" if len(run.changed) > 5 else "")
+                notes.append(f"a run changed the grader's copy of the tests ({shown}): its concepts are not graded")
+                for c in remaining:
+                    results[c.name] = error_result(c, f"the run changed the grader's files ({shown})")
+                break
+            summaries = run.report.get("concepts", {})
+            # Exit status 2 is an interrupted session: a KeyboardInterrupt raised by the submission stops pytest.
+            if run.report.get("finished") and run.report.get("exitstatus") != PYTEST_INTERRUPTED:
+                for c in remaining:
+                    results[c.name] = concept_result(c, summaries.get(c.name))
+                break
+            # The run did not finish: a kill, an interrupt, a limit, or the interpreter died. Keep what completed.
+            running = run.report.get("current_concept")
+            for c in remaining:
+                summary = summaries.get(c.name)
+                if c.name == running:
+                    results[c.name] = self._stopped_while_running(c, run)
+                elif summary and summary["collected"] and _complete(summary):
+                    results[c.name] = concept_result(c, summary)
+            still = [c for c in remaining if c.name not in results]
+            if len(still) == len(remaining):  # nothing was learnt: the run failed before any test
+                why = self._describe_failed_run(run)
+                for c in still:
+                    results[c.name] = error_result(c, why, status="timeout" if run.killed else "error")
+                break
+            remaining = still
+        return results
+
+    def _grade_chains(self, folder: Path, result: SubmissionResult) -> None:
+        """``chained_status`` of every concept: run again on the student's chain where it can differ."""
+        rerun: list[Concept] = []
+        for c in self.concepts:
+            own = result.concepts[c.name]
+            own.chained_status = own.status
+            below = [(name, result.concepts[name].status) for name in workspace.builds_on(c.name, self.reference)
+                     if name in result.concepts and result.concepts[name].status != "passed"]
+            if not below or own.status not in ("passed", "failed"):
+                continue
+            broken = [(name, status) for name, status in below if status in ("error", "timeout")]
+            if broken:  # running it would only meet the same error or cost another timeout
+                own.chained_status = broken[0][1]
+                own.chained_message = chained_sentence(c.name, own.status, own.chained_status, broken)
+            else:
+                rerun.append(c)
+        if not rerun:
+            return
+        chained = self._grade_concepts(folder, rerun, chained=True, notes=result.notes)
+        for c in rerun:
+            own, again = result.concepts[c.name], chained[c.name]
+            own.chained_status = again.status
+            if again.status != own.status:
+                culprits = [(name, result.concepts[name].status) for name in workspace.builds_on(c.name, self.reference)
+                            if name in result.concepts and result.concepts[name].status != "passed"]
+                own.chained_message = chained_sentence(c.name, own.status, again.status, culprits)
+
+    def _stopped_while_running(self, c: Concept, run: Run) -> ConceptResult:
         """The result of the concept whose test was running when its process was killed, interrupted or died."""
         where = f"while running {run.report.get('current')}"
         if run.killed:
-            return error_result(concept, f"timed out: the test process was killed after {self.watchdog:g} s "
-                                f"{where}", status="timeout")
+            return error_result(c, f"timed out: the test process was {run.killed}, {where}", status="timeout")
         if run.returncode == PYTEST_INTERRUPTED:
-            return error_result(concept, f"the test run was interrupted (a KeyboardInterrupt from the submission?) "
-                                f"{where}")
-        return error_result(concept, f"the test process died (exit code {run.returncode}) {where}")
+            return error_result(c, f"the test run was interrupted (a KeyboardInterrupt from the submission?) {where}")
+        if run.returncode == SIGXCPU_EXIT:
+            return error_result(c, f"the CPU time limit was reached ({self.cpu_limit} s of CPU) {where}",
+                                status="timeout")
+        return error_result(c, f"the test process died (exit code {run.returncode}) {where}")
+
+    def _describe_failed_run(self, run: Run) -> str:
+        if run.killed:
+            return f"timed out: the test process was {run.killed}, before any test finished"
+        lines = [line for line in run.output_tail.splitlines() if line.strip()]
+        last = lines[-1].strip() if lines else "no output"
+        return f"the test process ended (exit code {run.returncode}) before any test finished: {last}"[:400]
+
+
+def limit_reached(message: str) -> str:
+    """Which resource limit a failure message shows fired ("" if none)."""
+    if "CPU time limit" in message:
+        return "CPU time"
+    return next((limit for limit, signs in LIMIT_SIGNS.items() if any(sign in message for sign in signs)), "")
+
+
+def _read_json(path: Path) -> dict[str, Any]:
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
 
 
 def _complete(summary: dict[str, Any]) -> bool:
     return summary["passed"] + summary["failed"] + summary["skipped"] >= summary["collected"]
 
 
-def _kill_group(process: subprocess.Popen[bytes]) -> None:
-    try:
-        os.killpg(process.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
-    process.wait()
+def _stop(process: subprocess.Popen[bytes]) -> None:
+    """Ask the sandbox to stop its run (it kills and reaps everything below it), then kill its group if it must."""
+    for sig, grace in ((signal.SIGTERM, STOP_GRACE), (signal.SIGKILL, None)):
+        try:
+            os.killpg(process.pid, sig)
+        except (ProcessLookupError, PermissionError):
+            pass
+        try:
+            process.wait(timeout=grace)
+            return
+        except subprocess.TimeoutExpired:
+            continue
 
 
 def _layout_problem(folder: Path) -> str | None:
     if not folder.is_dir():
-        return f"{folder} is not a folder"
+        return f"{printable(folder)} is not a folder"
     if not any((folder / f"{c.name}.py").exists() for c in CONCEPTS):
-        return f"{folder} holds none of the concept modules ({', '.join(c.name + '.py' for c in CONCEPTS)})"
+        return (f"{printable(folder)} holds none of the concept modules "
+                f"({', '.join(c.name + '.py' for c in CONCEPTS)})")
     return None
-
-
-def _describe_failed_run(run: Run, watchdog: float) -> str:
-    if run.killed:
-        return f"timed out: the test process was killed after {watchdog:g} s before any test finished"
-    lines = [line for line in run.output_tail.splitlines() if line.strip()]
-    last = lines[-1].strip() if lines else "no output"
-    return f"the test process ended (exit code {run.returncode}) before any test finished: {last}"[:400]
 
 
 # ---- a batch -----------------------------------------------------------------------------------------------------
@@ -309,14 +403,19 @@ def grade_all(
     grader: Grader,
     *,
     jobs: int = 1,
-    on_result: Callable[[SubmissionResult], None] | None = None,
+    on_result: Callable[[SubmissionResult, list[SubmissionResult]], None] | None = None,
 ) -> list[SubmissionResult]:
     """Grade every submission, ``jobs`` at a time, in the given order; a failure never stops the batch.
 
-    On KeyboardInterrupt the running subprocesses are killed and the submissions not graded yet get ``error``
-    ("not graded"), so the caller can still write its reports; the interrupt is then raised again.
+    ``on_result(result, so_far)`` is called after each one, ``so_far`` holding every submission in order (those
+    not graded yet as such), so the caller can rewrite its reports. On KeyboardInterrupt the running subprocesses
+    are stopped and the interrupt is raised again as GradingInterrupted, with the same list.
     """
     results: list[SubmissionResult | None] = [None] * len(submissions)
+    lock = threading.Lock()
+
+    def so_far(why: str = "not graded yet") -> list[SubmissionResult]:
+        return [r if r is not None else not_graded(s, why) for s, r in zip(submissions, results)]
 
     def one(index: int) -> None:
         try:
@@ -325,16 +424,17 @@ def grade_all(
             return
         except Exception as error:  # the grader's own failure, for this submission only
             result = SubmissionResult(
-                submissions[index], {c.name: error_result(c, f"grader error: {type(error).__name__}: {error}")
-                                     for c in grader.concepts})
-        if grader.stopped:  # its subprocess was killed by the interrupt, not by its own fault
+                printable(submissions[index]),
+                {c.name: error_result(c, f"grader error: {type(error).__name__}: {error}") for c in grader.concepts})
+        if grader.stopped:  # its subprocess was stopped by the interrupt, not by its own fault
             return
-        results[index] = result
-        if on_result is not None:
-            try:
-                on_result(result)
-            except Exception:  # a progress line that cannot be printed must not lose a result
-                pass
+        with lock:
+            results[index] = result
+            if on_result is not None:
+                try:
+                    on_result(result, so_far())
+                except Exception:  # a progress line or a report that cannot be written must not lose a result
+                    pass
 
     interrupted: BaseException | None = None
     futures = []
@@ -352,14 +452,44 @@ def grade_all(
         grader.stop()
     finally:
         executor.shutdown(wait=True, cancel_futures=True)
-    final = [
-        result if result is not None else SubmissionResult(
-            submissions[index], {c.name: error_result(c, "not graded (interrupted)") for c in grader.concepts})
-        for index, result in enumerate(results)
-    ]
     if interrupted is not None:
-        raise GradingInterrupted(final) from interrupted
-    return final
+        raise GradingInterrupted(so_far("not graded (interrupted)")) from interrupted
+    return so_far()
+
+
+def run_batch(
+    submissions: Sequence[str],
+    grader: Grader,
+    *,
+    jobs: int = 1,
+    reports: dict[str, Any] | None = None,
+    on_result: Callable[[SubmissionResult], None] | None = None,
+) -> tuple[list[SubmissionResult], bool]:
+    """``grade_all`` as `kata grade` runs it: ``write_reports(**reports)`` after every submission and at the end,
+    SIGTERM handled as Ctrl-C. Returns the results and whether the batch was interrupted."""
+    reports = reports or {}
+
+    def after_each(result: SubmissionResult, so_far: list[SubmissionResult]) -> None:
+        if on_result is not None:
+            on_result(result)
+        write_reports(so_far, **reports)  # a batch stopped midway keeps a complete report of what was graded
+
+    def interrupt(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    results = [not_graded(s, "not graded yet") for s in submissions]
+    interrupted = False
+    previous = signal.signal(signal.SIGTERM, interrupt) if threading.current_thread() is threading.main_thread() \
+        else None
+    try:
+        results = grade_all(submissions, grader, jobs=jobs, on_result=after_each)
+    except GradingInterrupted as stopped:
+        results, interrupted = stopped.results, True
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+        write_reports(results, **reports)
+    return results, interrupted
 
 
 class GradingStopped(Exception):
@@ -367,102 +497,8 @@ class GradingStopped(Exception):
 
 
 class GradingInterrupted(KeyboardInterrupt):
-    """Ctrl-C during a batch; ``results`` holds every submission, the unfinished ones as errors."""
+    """Ctrl-C or SIGTERM during a batch; ``results`` holds every submission, those not graded marked so."""
 
     def __init__(self, results: list[SubmissionResult]) -> None:
         super().__init__("grading interrupted")
         self.results = results
-
-
-# ---- reports -----------------------------------------------------------------------------------------------------
-
-
-def to_json(results: Sequence[SubmissionResult]) -> dict[str, Any]:
-    return {"submissions": [result.as_json() for result in results]}
-
-
-def to_csv(results: Sequence[SubmissionResult], concepts: Sequence[Concept] = CONCEPTS) -> str:
-    """One row per submission: its points in each concept, the total and the maximum."""
-    stream = io.StringIO()
-    writer = csv.writer(stream, lineterminator="\n")
-    writer.writerow(["submission", *(c.name for c in concepts), "total", "max_total"])
-    for result in results:
-        cells = [format_points(result.concepts[c.name].points) if c.name in result.concepts else ""
-                 for c in concepts]
-        writer.writerow([result.submission, *cells, format_points(result.total),
-                         format_points(result.max_total)])
-    return stream.getvalue()
-
-
-def to_gradescope(result: SubmissionResult, concepts: Sequence[Concept] = CONCEPTS) -> dict[str, Any]:
-    """The ``results.json`` an autograder platform reads: one test per concept, and the score."""
-    tests = []
-    for concept in concepts:
-        if concept.name not in result.concepts:
-            continue
-        r = result.concepts[concept.name]
-        output = f"{r.status}: {r.passed} of {r.passed + r.failed} tests passed"
-        if r.message:
-            output += f"\nfirst failure: {r.message}"
-        output += f"\nread {concept.guide_section}; run `kata check {concept.name}` to see every failure"
-        tests.append({"name": f"{concept.number}. {concept.name}: {concept.title}", "score": r.points,
-                      "max_score": r.max_points, "output": output})
-    return {"score": result.total, "tests": tests}
-
-
-def markdown(results: Sequence[SubmissionResult], concepts: Sequence[Concept] = CONCEPTS) -> str:
-    """A summary table (a row per submission), then what went wrong in each, concept by concept."""
-    names = [c.name for c in concepts]
-    lines = ["| submission | " + " | ".join(names) + " | total |",
-             "|---|" + "---:|" * len(names) + "---:|"]
-    for result in results:
-        cells = []
-        for name in names:
-            r = result.concepts.get(name)
-            cells.append("" if r is None else f"{format_points(r.points)}/{format_points(r.max_points)}"
-                         + ("" if r.status == "passed" else f" {r.status}"))
-        lines.append(f"| {_cell(result.submission)} | " + " | ".join(cells)
-                     + f" | {format_points(result.total)}/{format_points(result.max_total)} |")
-    for result in results:
-        problems = [(name, r) for name, r in result.concepts.items() if r.status != "passed"]
-        if not problems:
-            continue
-        lines += ["", f"{result.submission}:"]
-        for name, r in problems:
-            counts = f"{r.passed} of {r.passed + r.failed} passed" if r.passed + r.failed else "no test ran"
-            lines.append(f"- {name} ({r.status}, {counts}): {_cell(r.message)}")
-    return "\n".join(lines) + "\n"
-
-
-def format_points(value: float) -> str:
-    return f"{value:.2f}".rstrip("0").rstrip(".")
-
-
-def _cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
-
-
-def write_reports(
-    results: Sequence[SubmissionResult],
-    *,
-    json_path: str | None = None,
-    csv_path: str | None = None,
-    gradescope_path: str | None = None,
-    concepts: Sequence[Concept] = CONCEPTS,
-) -> list[Path]:
-    """Write every requested report; returns the paths written."""
-    written = []
-    if json_path:
-        written.append(_write(json_path, json.dumps(to_json(results), indent=2) + "\n"))
-    if csv_path:
-        written.append(_write(csv_path, to_csv(results, concepts)))
-    if gradescope_path and results:
-        written.append(_write(gradescope_path, json.dumps(to_gradescope(results[0], concepts), indent=2) + "\n"))
-    return written
-
-
-def _write(path: str, text: str) -> Path:
-    target = Path(path).expanduser()
-    target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text(text)
-    return target

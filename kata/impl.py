@@ -32,6 +32,7 @@ MISTAKES_ROOT = REPOSITORY_ROOT / "mistakes"
 VARIANTS_ROOT = REPOSITORY_ROOT / "variants"
 CATALOGUES = {"mistake": MISTAKES_ROOT, "variant": VARIANTS_ROOT}
 NAMED_PACKAGES = ("exercises", "solutions")
+VIEWS_MARKER = "kata-concept-views.txt"  # a folder holding it is a folder of per-concept views (kata.grade_workspace)
 
 
 class ImplementationImportError(ImportError):
@@ -105,7 +106,29 @@ def load(
     if spec in NAMED_PACKAGES:
         package = importlib.import_module(spec)
         return Implementation(spec, spec, Path(package.__file__).resolve().parent)
-    return _load_folder(Path(spec).expanduser(), label=spec)
+    folder = Path(spec).expanduser()
+    if (folder / VIEWS_MARKER).is_file():
+        return ConceptViews(spec, folder.resolve())
+    return _load_folder(folder, label=spec)
+
+
+class ConceptViews(Implementation):
+    """Per-concept views of one submission (see kata.grade_workspace): ``root/<concept>/`` is a package laid out
+    like ``exercises/``. ``module(c)`` and every name ``c`` exports come from view ``c``, so a concept's tests, which
+    use only their own concept's names, run on that view."""
+
+    def __init__(self, label: str, root: Path) -> None:
+        digest = hashlib.sha1(str(root).encode()).hexdigest()[:12]
+        super().__init__(label, f"kata_views_{digest}", root)
+
+    def module(self, concept_name: str) -> types.ModuleType:
+        folder = self.root / concept(concept_name).name
+        try:
+            view = _load_folder(folder, label=self.label, prefix="kata_view")
+        except Exception as error:  # the submission's own __init__.py fails: no concept of it can load
+            raise ImplementationImportError(
+                f"{folder / '__init__.py'} could not be imported ({type(error).__name__}: {error})") from error
+        return view.module(concept_name)
 
 
 def _load_folder(folder: Path, label: str, prefix: str = "kata_submission") -> Implementation:

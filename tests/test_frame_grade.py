@@ -13,7 +13,9 @@ import _thread
 import csv
 import io
 import json
+import os
 import shutil
+import signal
 import subprocess
 import sys
 import textwrap
@@ -107,14 +109,16 @@ MINI_SOLUTIONS = {
         def rloo_advantages(rewards):
             return [[r - (sum(row) - r) / (len(row) - 1) for r in row] for row in rewards]
         """,
+    # GAE is the reward-to-go of the TD residuals, discounted by gamma * lambda and cut at trace cuts: the miniature
+    # gae builds on reinforce, as ppo_cartpole builds on gae, so a submission's own chain can differ from its gae.
     "gae.py": """
+        from .reinforce import discounted_reward_to_go
+
+
         def gae_advantages(rewards, values, next_values, terminated, trace_cuts, gamma, gae_lambda):
-            out, running = [], 0.0
-            for t in reversed(range(len(rewards))):
-                delta = rewards[t] + (0.0 if terminated[t] else gamma * next_values[t]) - values[t]
-                running = delta + (0.0 if trace_cuts[t] else gamma * gae_lambda * running)
-                out.append(running)
-            return out[::-1]
+            deltas = [r + (0.0 if end else gamma * nv) - v
+                      for r, v, nv, end in zip(rewards, values, next_values, terminated)]
+            return discounted_reward_to_go(deltas, trace_cuts, gamma * gae_lambda)
         """,
 }
 
@@ -180,11 +184,13 @@ def mini_conftest() -> str:
 
 
 def mini_repository(root: Path) -> Path:
-    """This repository's conftest.py, an ini file that makes the folder pytest's rootdir, and the mini tests."""
+    """This repository's conftest.py, an ini file that makes the folder pytest's rootdir, the mini tests and the
+    mini reference (solutions/)."""
     root.mkdir(parents=True)
     (root / "conftest.py").write_text(mini_conftest())
     (root / "pytest.ini").write_text("[pytest]\ntestpaths = tests\n")
     write_modules(root / "tests", MINI_TESTS)
+    write_modules(root / "solutions", MINI_SOLUTIONS)
     return root
 
 
@@ -250,26 +256,48 @@ def test_json_report_has_exactly_the_documented_shape():
     data = json.loads(json.dumps(grade.to_json(made_up_results())))
     assert list(data) == ["submissions"]
     first = data["submissions"][0]
-    assert set(first) == {"submission", "total", "max_total", "concepts"}
+    assert set(first) == {"submission", "graded", "total", "max_total", "notes", "concepts"}
     assert (first["submission"], first["total"], first["max_total"]) == ("subs/alice", 17.5, 25.0)
     for result in first["concepts"].values():
-        assert set(result) == {"points", "max_points", "passed", "failed", "status", "message"}
+        assert set(result) == {"points", "max_points", "passed", "failed", "status", "message", "chained_status",
+                               "chained_message"}
+        assert result["chained_status"] == result["status"], "no chain run: the chained status is the status"
         assert isinstance(result["points"], float) and isinstance(result["passed"], int)
     assert {r["status"] for s in data["submissions"] for r in s["concepts"].values()} <= set(grade.STATUSES)
 
 
 def test_csv_has_one_row_per_submission_and_a_column_per_concept():
     rows = list(csv.reader(io.StringIO(grade.to_csv(made_up_results(), [concept("reinforce"), concept("gae")]))))
-    assert rows[0] == ["submission", "reinforce", "gae", "total", "max_total"]
-    assert rows[1] == ["subs/alice", "10", "7.5", "17.5", "25"]
-    assert rows[2] == ["subs/bob", "0", "0", "0", "25"]
+    assert rows[0] == ["submission", "reinforce", "gae", "total", "max_total", "notes"]
+    assert rows[1] == ["subs/alice", "10", "7.5", "17.5", "25", ""]
+    assert rows[2] == ["subs/bob", "0", "0", "0", "25", ""]
+
+
+def test_a_submission_not_graded_is_blank_never_zero_and_a_chain_that_differs_is_said_everywhere():
+    alice, _ = made_up_results()
+    alice.concepts["gae"].chained_status = "failed"
+    alice.concepts["gae"].chained_message = grade.chained_sentence("gae", "passed", "failed", [("reinforce", "failed")])
+    assert alice.concepts["gae"].chained_message == (
+        "gae passes on its own code; with your reinforce it fails (reinforce is wrong)")
+    results = [alice, grade.not_graded("subs/carol", "not graded (interrupted)")]
+    concepts = [concept("reinforce"), concept("gae")]
+    rows = list(csv.reader(io.StringIO(grade.to_csv(results, concepts))))
+    assert rows[2] == ["subs/carol", "", "", "", "", "not graded (interrupted)"], "blank, never 0"
+    assert rows[1][-1] == alice.concepts["gae"].chained_message
+    data = grade.to_json(results)["submissions"]
+    assert data[0]["concepts"]["gae"]["chained_status"] == "failed" and data[0]["concepts"]["gae"]["status"] == "failed"
+    assert (data[1]["graded"], data[1]["total"], data[1]["concepts"]) == (False, None, {})
+    assert alice.concepts["gae"].chained_message in grade.markdown(results, concepts)
+    assert alice.concepts["gae"].chained_message in grade.to_gradescope(alice, concepts)["tests"][1]["output"]
+    alice.concepts["gae"].extra["diagnoses"] = ["a later tool's finding"]
+    assert grade.to_json(results)["submissions"][0]["concepts"]["gae"]["diagnoses"] == ["a later tool's finding"]
 
 
 def test_gradescope_results_have_a_test_per_concept_and_the_score():
     data = grade.to_gradescope(made_up_results()[0], [concept("reinforce"), concept("gae")])
     assert data["score"] == 17.5
     assert [(t["score"], t["max_score"]) for t in data["tests"]] == [(10.0, 10.0), (7.5, 15.0)]
-    assert all(t["name"] and t["output"] for t in data["tests"])
+    assert all(t["name"] and t["output"] and t["visibility"] == "visible" for t in data["tests"])
     assert "the recursion | leaks" in data["tests"][1]["output"], "the first failure is shown to the student"
 
 
@@ -329,7 +357,7 @@ def test_ctrl_c_keeps_what_was_graded_and_marks_the_rest(tmp_path):
     results = interrupted.value.results
     assert [r.submission for r in results] == ["a", "interrupt", "b"]
     assert results[0].total == MINI_MAX
-    assert {r.message for s in results[1:] for r in s.concepts.values()} == {"not graded (interrupted)"}
+    assert [(r.graded, r.notes) for r in results[1:]] == [(False, ["not graded (interrupted)"])] * 2
     written = grade.write_reports(results, json_path=str(tmp_path / "r.json"))
     assert len(json.loads(written[0].read_text())["submissions"]) == 3, "the report is written all the same"
 
@@ -338,9 +366,11 @@ def test_ctrl_c_keeps_what_was_graded_and_marks_the_rest(tmp_path):
 
 
 @pytest.mark.slow
-def test_a_batch_of_broken_submissions_is_graded_concept_by_concept(tmp_path):
+def test_a_batch_of_broken_submissions_is_graded_concept_by_concept(tmp_path, monkeypatch):
     repository = mini_repository(tmp_path / "repository")
     subs = tmp_path / "submissions"
+    pids = tmp_path / "pids.txt"
+    monkeypatch.setenv("GRADE_FIXTURE_PIDS", str(pids))
     submissions = [
         submission(subs, "perfect", MINI_SOLUTIONS),
         submission(subs, "stubs", MINI_STUBS),
@@ -352,19 +382,32 @@ def test_a_batch_of_broken_submissions_is_graded_concept_by_concept(tmp_path):
         submission(subs, "import_error", MINI_SOLUTIONS, "import_error"),
         submission(subs, "broken_package", MINI_SOLUTIONS, "broken_package"),
         submission(subs, "half_right", {**MINI_SOLUTIONS, "baselines.py": HALF_RIGHT_BASELINES}),
+        submission(subs, "imports_solutions", MINI_SOLUTIONS, "imports_solutions"),
+        submission(subs, "wrong_reinforce", MINI_SOLUTIONS, "wrong_reinforce"),
+        submission(subs, "tampering", MINI_SOLUTIONS, "tampering"),
+        submission(subs, "background", MINI_SOLUTIONS, "background"),
+        os.fsdecode(submission(subs, "caf\udce9", MINI_SOLUTIONS)),  # a name that is not UTF-8 (b"caf\xe9")
+        submission(subs, "perfect_again", MINI_SOLUTIONS),
         str(subs / "not_there"),
     ]
+    tests_before = {path.name: path.read_text() for path in (repository / "tests").glob("*.py")}
     # Submissions in a folder with its own pytest configuration (a clone of the kata, say): the grader's
     # repository configures pytest, whatever pytest would find above the submissions.
     (tmp_path / "pyproject.toml").write_text('[tool.pytest.ini_options]\naddopts = "--no-such-option"\n')
-    # The watchdog: several times what a miniature run takes on a loaded machine (about a second unloaded).
-    grader = grade.Grader(concepts=MINI_CONCEPTS, timeout=1.0, watchdog=6.0, repository=repository)
-    results = {Path(r.submission).name: r for r in grade.grade_all(submissions, grader, jobs=2)}
+    grader = grade.Grader(concepts=MINI_CONCEPTS, timeout=1.0, kill_grace=3.0, watchdog=60.0, repository=repository)
+    csv_path = tmp_path / "grades.csv"
+    listed, interrupted = grade.run_batch(submissions, grader, jobs=2, reports=dict(
+        csv_path=str(csv_path), json_path=str(tmp_path / "grades.json"), markdown_path=str(tmp_path / "grades.md"),
+        concepts=MINI_CONCEPTS))
+    assert not interrupted
+    results = {Path(r.submission).name: r for r in listed}
     statuses = {name: {c: r.status for c, r in result.concepts.items()} for name, result in results.items()}
+    chained = {name: {c: r.chained_status for c, r in result.concepts.items()} for name, result in results.items()}
 
-    assert [Path(s).name for s in submissions] == list(results), "results come back in the submissions' order"
-    assert statuses["perfect"] == dict(reinforce="passed", baselines="passed", gae="passed")
-    assert results["perfect"].total == MINI_MAX
+    assert [Path(r.submission).name for r in listed][:3] == ["perfect", "stubs", "hanging"], "in the given order"
+    for name in ("perfect", "perfect_again", "caf\\xe9"):
+        assert statuses[name] == dict(reinforce="passed", baselines="passed", gae="passed"), results[name]
+        assert results[name].total == MINI_MAX and results[name].notes == []
     assert results["perfect"].concepts["baselines"].passed == 4, "every collected test of a concept counts"
     assert statuses["stubs"] == dict(reinforce="failed", baselines="failed", gae="failed")
     assert results["stubs"].total == 0
@@ -373,8 +416,8 @@ def test_a_batch_of_broken_submissions_is_graded_concept_by_concept(tmp_path):
         "a hanging concept times out (even under Hypothesis) and the others are still graded")
     assert "timed out" in results["hanging"].concepts["baselines"].message
     assert statuses["unkillable"] == dict(reinforce="passed", baselines="timeout", gae="passed"), (
-        "a hang no signal reaches is killed by the watchdog, and the other concepts are graded again")
-    assert "killed after 6 s" in results["unkillable"].concepts["baselines"].message
+        "a hang no alarm reaches is killed shortly after the timeout, and the other concepts are graded again")
+    assert "after its test started" in results["unkillable"].concepts["baselines"].message
     assert statuses["crashing"] == dict(reinforce="passed", baselines="error", gae="passed"), (
         "a module that kills the test process is an error for its concept; the others are graded again")
     assert "exit code 3" in results["crashing"].concepts["baselines"].message
@@ -383,7 +426,12 @@ def test_a_batch_of_broken_submissions_is_graded_concept_by_concept(tmp_path):
     assert "interrupted" in results["interrupting"].concepts["baselines"].message
     assert statuses["syntax_error"] == dict(reinforce="passed", baselines="passed", gae="error")
     assert "could not be imported (SyntaxError" in results["syntax_error"].concepts["gae"].message
-    assert statuses["import_error"] == dict(reinforce="error", baselines="passed", gae="passed")
+    assert str(subs / "syntax_error") in results["syntax_error"].concepts["gae"].message, "names the submission"
+    assert statuses["import_error"] == dict(reinforce="error", baselines="passed", gae="passed"), (
+        "gae builds on reinforce: graded on the reference's reinforce, it keeps its points")
+    assert chained["import_error"]["gae"] == "error"
+    assert results["import_error"].concepts["gae"].chained_message == (
+        "gae passes on its own code; with your reinforce it does not load (reinforce does not load)")
     assert "ModuleNotFoundError" in results["import_error"].concepts["reinforce"].message
     assert statuses["broken_package"] == dict(reinforce="error", baselines="error", gae="error"), (
         "a package that does not load is an error for every concept, not a failure")
@@ -391,9 +439,88 @@ def test_a_batch_of_broken_submissions_is_graded_concept_by_concept(tmp_path):
     half = results["half_right"].concepts["baselines"]
     assert (half.passed, half.failed, half.points, half.status) == (1, 3, 2.5, "failed"), "partial credit"
     assert "RLOO leaves the sample out" in half.message, "the first failure's own message is reported"
+    assert statuses["imports_solutions"]["reinforce"] == "error"
+    assert "grading forbids importing solutions" in results["imports_solutions"].concepts["reinforce"].message
+    assert statuses["wrong_reinforce"] == dict(reinforce="failed", baselines="passed", gae="passed")
+    assert chained["wrong_reinforce"] == dict(reinforce="failed", baselines="passed", gae="failed"), (
+        "gae passes on its own code and fails on the student's reinforce: the chain was run again")
+    assert results["wrong_reinforce"].concepts["gae"].chained_message == (
+        "gae passes on its own code; with your reinforce it fails (reinforce is wrong)")
+    assert set(statuses["tampering"].values()) == {"error"}, "a run that changed the tests grades nothing"
+    assert "changed the grader's copy of the tests" in results["tampering"].notes[0]
+    assert statuses["background"] == dict(reinforce="passed", baselines="passed", gae="passed")
     assert statuses["not_there"] == dict(reinforce="error", baselines="error", gae="error")
     for name in ("perfect", "hanging", "syntax_error"):
         assert not list(Path(subs, name).rglob("__pycache__")), "grading leaves a submission's folder as it was"
+    assert {path.name: path.read_text() for path in (repository / "tests").glob("*.py")} == tests_before
+    started = [int(line) for line in pids.read_text().split()]
+    assert started and not [pid for pid in started if Path(f"/proc/{pid}").exists()], (
+        "a process a submission started in a session of its own does not outlive its run")
+    rows = list(csv.reader(io.StringIO(csv_path.read_text())))
+    assert len(rows) == len(submissions) + 1 and rows[15][0] == grade.printable(submissions[14])
+    assert "caf\\xe9" in (tmp_path / "grades.md").read_text()
+
+
+@pytest.mark.slow
+def test_limits_are_named_when_they_fire_and_sigterm_leaves_a_report_and_no_process(tmp_path):
+    repository = mini_repository(tmp_path / "repository")
+    subs = tmp_path / "submissions"
+    grader = grade.Grader(concepts=MINI_CONCEPTS, timeout=1.0, kill_grace=60.0, watchdog=120.0, cpu_limit=3,
+                          memory_limit=2**30, repository=repository)
+    results = grade.grade_all([submission(subs, "memory_hog", MINI_SOLUTIONS, "memory_hog"),
+                               submission(subs, "spinning", MINI_SOLUTIONS, "spinning")], grader, jobs=2)
+    hog, spinning = results
+    assert hog.concepts["baselines"].status == "failed" and "MemoryError" in hog.concepts["baselines"].message
+    assert hog.notes == ["baselines: the address space limit was reached (1 GiB)"]
+    assert spinning.concepts["baselines"].status == "timeout"
+    assert "CPU time limit" in spinning.concepts["baselines"].message
+    assert spinning.notes == ["baselines: the CPU time limit was reached (3 s)"]
+    assert [spinning.concepts[n].status for n in ("reinforce", "gae")] == ["passed", "passed"]
+
+    # SIGTERM in the middle of a batch: the report holds what was graded, blank for the rest; no process is left.
+    script = textwrap.dedent(f"""
+        import sys
+        from kata import grade
+        from kata.manifest import concept
+        concepts = [concept("reinforce"), concept("baselines"), concept("gae")]
+        grader = grade.Grader(concepts=concepts, timeout=60.0, repository=sys.argv[1])
+        grade.run_batch(sys.argv[3:], grader, reports=dict(csv_path=sys.argv[2], concepts=concepts))
+        """)
+    csv_path = tmp_path / "grades.csv"
+    batch = subprocess.Popen([sys.executable, "-c", script, str(repository), str(csv_path),
+                              submission(subs, "perfect", MINI_SOLUTIONS),
+                              submission(subs, "unkillable", MINI_SOLUTIONS, "unkillable"),
+                              submission(subs, "perfect_too", MINI_SOLUTIONS)], cwd=ROOT)
+    for _ in range(600):  # the first submission graded, the second one hanging
+        if csv_path.exists() and len(csv_path.read_text().splitlines()) == 4:
+            break
+        time.sleep(0.1)
+    time.sleep(2.0)
+    descendants = _descendants(batch.pid)
+    assert descendants, "the hanging submission's run is going"
+    batch.send_signal(signal.SIGTERM)
+    assert batch.wait(timeout=30) == 0
+    rows = list(csv.reader(io.StringIO(csv_path.read_text())))
+    assert rows[1][1:5] == ["10", "10", "15", "35"], "the submission graded before SIGTERM keeps its points"
+    assert rows[2][1:5] == ["", "", "", ""] and rows[3][1:5] == ["", "", "", ""], "not graded is blank, never 0"
+    assert not [pid for pid in descendants if Path(f"/proc/{pid}").exists()], "no process outlives the grader"
+
+
+def _descendants(pid: int) -> list[int]:
+    children = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                parent = int((entry / "stat").read_text().rpartition(")")[2].split()[1])
+            except OSError:
+                continue
+            children.setdefault(parent, []).append(int(entry.name))
+    found, pending = [], [pid]
+    while pending:
+        for child in children.get(pending.pop(), []):
+            found.append(child)
+            pending.append(child)
+    return found
 
 
 # ---- the kata command on the real tests --------------------------------------------------------------------------
