@@ -1,0 +1,95 @@
+"""The Gradescope autograder, end to end: `kata autograder` builds the zip; unpacked into a root laid out as
+Gradescope lays it out (source/, submission/, results/), its run_autograder grades a perfect, a stub and a broken
+submission with the python3 on PATH, and results.json holds Gradescope's documented fields
+(https://gradescope-autograders.readthedocs.io/en/latest/specs/). Three concepts, no slow tests: a few seconds per
+submission."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import stat
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from kata import autograder, cli
+from kata.impl import REPOSITORY_ROOT
+from kata.manifest import concept
+
+pytestmark = pytest.mark.frame
+
+CONCEPTS = ("reinforce", "baselines", "gae")
+TEST_FIELDS = {"name", "score", "max_score", "output", "visibility"}
+VISIBILITIES = {"hidden", "after_due_date", "after_published", "visible"}
+
+
+def gradescope_root(tmp_path: Path, zip_path: Path, name: str) -> Path:
+    root = tmp_path / name
+    with zipfile.ZipFile(zip_path) as archive:
+        archive.extractall(root / "source")
+    for script in ("setup.sh", "run_autograder"):  # zipfile does not restore modes; Gradescope's unzip does
+        mode = zipfile.ZipFile(zip_path).getinfo(script).external_attr >> 16
+        assert mode & stat.S_IXUSR, f"{script} is executable in the zip"
+        (root / "source" / script).chmod(mode)
+    shutil.copy2(root / "source" / "run_autograder", root / "run_autograder")
+    (root / "submission").mkdir()
+    (root / "results").mkdir()
+    return root
+
+
+def run_autograder(root: Path) -> dict:
+    environment = dict(os.environ, AUTOGRADER_ROOT=str(root),
+                       PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}")
+    for name in ("KATA_IMPL", "PYTEST_XDIST_WORKER", "PYTEST_CURRENT_TEST"):
+        environment.pop(name, None)
+    completed = subprocess.run([str(root / "run_autograder")], cwd=root, env=environment, capture_output=True,
+                               text=True, timeout=600)
+    assert completed.returncode == 0, completed.stdout[-2000:] + completed.stderr[-3000:]
+    data = json.loads((root / "results" / "results.json").read_text())
+    assert isinstance(data["score"], (int, float)) and isinstance(data["execution_time"], int)
+    assert [t["name"].split(".")[1].split(":")[0].strip() for t in data["tests"]] == list(CONCEPTS)
+    for test in data["tests"]:
+        assert TEST_FIELDS <= set(test), f"Gradescope's fields: {test}"
+        assert test["visibility"] in VISIBILITIES and 0 <= test["score"] <= test["max_score"]
+        assert "kata check" in test["output"], "the hint command is shown"
+    assert data["score"] == pytest.approx(sum(t["score"] for t in data["tests"]))
+    return data
+
+
+@pytest.mark.slow
+def test_the_autograder_zip_grades_a_perfect_a_stub_and_a_broken_submission(tmp_path):
+    zip_path = tmp_path / "autograder.zip"
+    assert cli.main(["autograder", "--out", str(zip_path), "--no-slow", "--timeout", "20"]) == 0
+    autograder.build(zip_path, timeout=20, include_slow=False, concepts=CONCEPTS)
+    names = zipfile.ZipFile(zip_path).namelist()
+    assert {"setup.sh", "run_autograder", "requirements-autograder.txt", "solutions/gae.py", "tests/test_gae.py",
+            "conftest.py"} <= set(names)
+    assert not [n for n in names if n.startswith(("mistakes/", "variants/", "exercises/")) or "fixtures" in n]
+    assert "torch==2.13.0" in zipfile.ZipFile(zip_path).read("requirements-autograder.txt").decode()
+
+    perfect = gradescope_root(tmp_path, zip_path, "perfect")
+    for name in CONCEPTS:  # flat files, as a student drags them in
+        shutil.copy2(REPOSITORY_ROOT / "solutions" / f"{name}.py", perfect / "submission")
+    data = run_autograder(perfect)
+    assert data["score"] == sum(concept(name).points for name in CONCEPTS)
+
+    stub = gradescope_root(tmp_path, zip_path, "stub")
+    shutil.copytree(REPOSITORY_ROOT / "exercises", stub / "submission" / "exercises",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    data = run_autograder(stub)
+    assert data["score"] == 0
+    assert all("not implemented yet" in t["output"] for t in data["tests"])
+
+    broken = gradescope_root(tmp_path, zip_path, "broken")
+    shutil.copy2(REPOSITORY_ROOT / "solutions" / "reinforce.py", broken / "submission")
+    (broken / "submission" / "gae.py").write_text("def gae_advantages(:\n")
+    data = run_autograder(broken)
+    reinforce, baselines, gae = data["tests"]
+    assert reinforce["score"] == reinforce["max_score"]
+    assert baselines["score"] == 0 and "baselines.py is missing" in baselines["output"]
+    assert gae["score"] == 0 and "SyntaxError" in gae["output"]
