@@ -230,12 +230,13 @@ def cmd_grade(args: argparse.Namespace) -> int:
         print(f"[{done[0]}/{len(submissions)}] {result.submission}: {grade.format_points(result.total)} of "
               f"{grade.format_points(result.max_total)}", file=sys.stderr, flush=True)
 
-    reports = dict(json_path=args.json, csv_path=args.csv, gradescope_path=args.gradescope, concepts=concepts)
+    reports = dict(json_path=args.json, csv_path=args.csv, gradescope_path=args.gradescope,
+                   markdown_path=args.markdown, concepts=concepts)
     results, interrupted = grade.run_batch(submissions, grader, jobs=jobs, reports=reports, on_result=progress)
     if interrupted:
         print("kata grade: interrupted; the reports hold what was graded (the rest is blank)", file=sys.stderr)
     print(grade.markdown(results, concepts), end="")
-    for name in ("json_path", "csv_path", "gradescope_path"):
+    for name in ("json_path", "csv_path", "gradescope_path", "markdown_path"):
         if reports[name]:
             print(f"wrote {reports[name]}", file=sys.stderr)
     return 130 if interrupted else 0
@@ -343,7 +344,7 @@ def build_parser() -> argparse.ArgumentParser:
             started outlives it. One submission's failure never stops the batch; the reports are rewritten
             (atomically) after every submission, and Ctrl-C or SIGTERM leaves them complete.
 
-            Output: a Markdown table on stdout; --json {"submissions": [{"submission", "graded", "total",
+            Output: a Markdown table on stdout (and in --markdown FILE); --json {"submissions": [{"submission", "graded", "total",
             "max_total", "notes", "concepts": {NAME: {"points", "max_points", "passed", "failed", "status",
             "message", "chained_status", "chained_message"}}}]}; --csv one row per submission, a column per
             concept, the total, the maximum and the notes (blank if not graded, never 0); --gradescope the
@@ -356,6 +357,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", metavar="FILE", help="write the JSON report to FILE")
     p.add_argument("--csv", metavar="FILE", help="write one CSV row per submission to FILE")
     p.add_argument("--gradescope", metavar="FILE", help="write an autograder results.json to FILE")
+    p.add_argument("--markdown", metavar="FILE", help="write the Markdown report to FILE too")
     p.add_argument("--timeout", type=positive_float, default=DEFAULT_TIMEOUT, metavar="SECONDS",
                    help=f"limit per test (default {DEFAULT_TIMEOUT:g})")
     p.add_argument("--watchdog", type=positive_float, default=None, metavar="SECONDS",
