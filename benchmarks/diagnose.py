@@ -10,6 +10,7 @@ function probed, the whole catalogue run) and on the stubs (nothing to diagnose)
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
@@ -35,9 +36,11 @@ def fresh_diagnosis_seconds(folder: Path) -> float:
 
 def main() -> int:
     print(describe_machine())
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), time.process_time()
     scores = evaluate(list(CONCEPTS), Catalogue())
     print_scores(scores, time.perf_counter() - started)
+    print(f"the evaluation's CPU time: {time.process_time() - cpu:.1f} s (less sensitive to a busy machine)")
+    print(f"load average after it: {os.getloadavg()[0]:.1f}")
     with tempfile.TemporaryDirectory() as scratch:
         for name in ("solutions", "exercises"):
             copy = Path(scratch) / name
