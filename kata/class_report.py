@@ -1,7 +1,7 @@
 """The class's misconceptions: how many submissions behave like each catalogued mistake, concept by concept.
 
-``kata grade --class-report DIR`` diagnoses every graded submission (kata.diagnose, in a child process per
-submission) and writes three files to DIR:
+``kata grade --class-report DIR`` counts the diagnoses the grader found (kata.diagnose, run on each failed
+concept) and writes three files to DIR:
 
 - ``misconceptions.md``: per concept, each catalogued mistake found, the misunderstanding in the manifest's words,
   how many submissions hold it and which; largest first, so that an instructor sees what to re-teach;
@@ -19,7 +19,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kata.manifest import CONCEPTS, Concept, concept
+from kata.manifest import CONCEPTS, Concept, catalogued_mistake, concept
 
 # submission -> concept name -> the mistakes ("concept/name") its functions behave like
 Diagnosed = Mapping[str, Mapping[str, Sequence[str]]]
@@ -38,20 +38,15 @@ class MistakeCount:
 
 def misunderstanding(entry: str) -> str:
     """The manifest's sentence for ``"concept/name"``."""
-    concept_name, _, name = entry.partition("/")
-    return next(m.misunderstanding for m in concept(concept_name).mistakes if m.name == name)
+    return catalogued_mistake(entry).misunderstanding
 
 
-def submission_diagnoses(submission: str, concepts: Sequence[Concept],
-                         timeout: float | None = None) -> dict[str, list[str]]:
-    """The mistakes each of ``concepts`` of one submission behaves like (a child process; {} if it fails)."""
-    from kata.diagnose import DIAGNOSE_TIMEOUT, diagnose_in_subprocess
+def from_results(results: Sequence) -> dict[str, dict[str, list[str]]]:
+    """Each graded submission's diagnoses (``kata.grade_results.SubmissionResult``, graded with diagnosis on)."""
+    from kata.grade_results import diagnoses_of
 
-    found: dict[str, list[str]] = {}
-    for d in diagnose_in_subprocess(submission, [c.name for c in concepts], timeout=timeout or DIAGNOSE_TIMEOUT):
-        if d.mistake is not None and d.mistake not in found.setdefault(d.concept, []):
-            found[d.concept].append(d.mistake)
-    return found
+    return {r.submission: {name: diagnoses_of(c) for name, c in r.concepts.items() if diagnoses_of(c)}
+            for r in results if r.graded}
 
 
 def tally(diagnosed: Diagnosed, concepts: Sequence[Concept] = CONCEPTS) -> dict[str, list[MistakeCount]]:

@@ -220,6 +220,7 @@ def cmd_grade(args: argparse.Namespace) -> int:
         include_slow=not args.no_slow,
         chained=args.chained,
         threads_per_job=max(1, cores // jobs) if jobs > 1 else None,
+        diagnose=True,
     )
     print(f"kata grade: {len(submissions)} submission(s), {jobs} at a time, {args.timeout:g} s per test, "
           f"{grader.watchdog:g} s per run", file=sys.stderr, flush=True)
@@ -239,6 +240,11 @@ def cmd_grade(args: argparse.Namespace) -> int:
     for name in ("json_path", "csv_path", "gradescope_path", "markdown_path"):
         if reports[name]:
             print(f"wrote {reports[name]}", file=sys.stderr)
+    if args.class_report:
+        from kata import class_report
+
+        for path in class_report.write(class_report.from_results(results), args.class_report, concepts):
+            print(f"wrote {path}", file=sys.stderr)
     return 130 if interrupted else 0
 
 
@@ -346,10 +352,12 @@ def build_parser() -> argparse.ArgumentParser:
 
             Output: a Markdown table on stdout (and in --markdown FILE); --json {"submissions": [{"submission", "graded", "total",
             "max_total", "notes", "concepts": {NAME: {"points", "max_points", "passed", "failed", "status",
-            "message", "chained_status", "chained_message"}}}]}; --csv one row per submission, a column per
-            concept, the total, the maximum and the notes (blank if not graded, never 0); --gradescope the
-            results.json of Gradescope (one test per concept; one submission only; `kata autograder` builds
-            the whole autograder).
+            "message", "chained_status", "chained_message", "diagnoses"}}}]}; --csv one row per submission, a
+            column per concept, the total, the maximum, the notes (blank if not graded, never 0) and the
+            diagnoses; --gradescope the results.json of Gradescope (one test per concept; one submission only;
+            `kata autograder` builds the whole autograder); --class-report DIR misconceptions.md, .json and .png.
+            A failed concept's diagnoses name the catalogued mistakes its functions behave like (kata diagnose,
+            on the submission's own modules beside the reference, under the same limits).
 
             Submitted code runs with your rights in the process that records its results: it can read and write
             your files and use the network. Grade untrusted code inside a container or a throwaway virtual machine."""))
@@ -358,6 +366,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--csv", metavar="FILE", help="write one CSV row per submission to FILE")
     p.add_argument("--gradescope", metavar="FILE", help="write an autograder results.json to FILE")
     p.add_argument("--markdown", metavar="FILE", help="write the Markdown report to FILE too")
+    p.add_argument("--class-report", metavar="DIR",
+                   help="write misconceptions.md, .json and .png to DIR: per concept, how many submissions behave "
+                   "like each catalogued mistake")
     p.add_argument("--timeout", type=positive_float, default=DEFAULT_TIMEOUT, metavar="SECONDS",
                    help=f"limit per test (default {DEFAULT_TIMEOUT:g})")
     p.add_argument("--watchdog", type=positive_float, default=None, metavar="SECONDS",

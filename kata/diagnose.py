@@ -25,11 +25,11 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 
 from kata.impl import REPOSITORY_ROOT, VARIANTS_ROOT, Implementation, ImplementationImportError, default_spec, load
-from kata.manifest import CONCEPTS, Concept, concept
+from kata.manifest import CONCEPTS, Concept, catalogued_mistake, concept
 from kata.probes import PROBES, Observation, ProbeSet, StubCalled, agree
 from kata.runtime import torch_threads
 
@@ -58,8 +58,7 @@ class Diagnosis:
         if self.mistake is None:
             return (f"your {self.function} differs from the reference, but like none of the catalogued mistakes of "
                     f"{owner.name}")
-        name = self.mistake.partition("/")[2]
-        mistake = next(m for m in owner.mistakes if m.name == name)
+        mistake = catalogued_mistake(self.mistake)
         return (f"your {self.function} behaves like the catalogued mistake '{mistake.misunderstanding}' on "
                 f"{self.matched} of {self.probes} probes: {owner.guide_section}, "
                 f"`kata hint {owner.name} --level {mistake.hint}`")
@@ -143,10 +142,10 @@ def _diagnose_concept(implementation: Implementation, c: Concept, catalogue: Cat
 
 
 def diagnose_in_subprocess(spec: str, concept_names: list[str], *, timeout: float = DIAGNOSE_TIMEOUT,
-                           extra: tuple[str, ...] = ()) -> list[Diagnosis]:
-    """``kata diagnose --json`` on ``spec`` in a child process (submitted code may hang or crash it); [] if it
-    does not answer within ``timeout`` seconds or fails."""
-    command = [sys.executable, "-m", "kata.diagnose", *concept_names, "--impl", spec, "--json", *extra]
+                           extra: tuple[str, ...] = (), prefix: Sequence[str] = ()) -> list[Diagnosis]:
+    """``kata diagnose --json`` on ``spec`` in a child process (submitted code may hang or crash it), started
+    through ``prefix`` (the grader's sandbox); [] if it does not answer within ``timeout`` seconds or fails."""
+    command = [*prefix, sys.executable, "-m", "kata.diagnose", *concept_names, "--impl", spec, "--json", *extra]
     environment = dict(os.environ)
     environment.pop("KATA_IMPL", None)
     try:

@@ -126,6 +126,7 @@ class Grader:
         repository: Path = REPOSITORY_ROOT,
         reference: Path | None = None,
         python: str = sys.executable,
+        diagnose: bool = False,
     ) -> None:
         self.concepts = list(concepts)
         self.timeout = float(timeout)
@@ -140,6 +141,7 @@ class Grader:
         self.repository = Path(repository)
         self.reference = Path(reference) if reference is not None else self.repository / workspace.REFERENCE
         self.python = python
+        self.diagnose = diagnose  # name the catalogued mistakes each failed concept behaves like (kata diagnose)
         self._active: set[subprocess.Popen[bytes]] = set()
         self._lock = threading.Lock()
         self.stopped = False
@@ -149,8 +151,6 @@ class Grader:
     def _command(self, impl: Path, concepts: Iterable[Concept], report: Path) -> list[str]:
         selection = " or ".join(c.marker for c in concepts)
         marker = f"({selection})" + ("" if self.include_slow else " and not slow")
-        limits = [f"--memory={self.memory_limit}", f"--cpu={self.cpu_limit}",
-                  f"--processes={self.process_limit if os.getuid() else 0}"]  # root ignores RLIMIT_NPROC
         # The copy's ini file and rootdir, named outright: a submission that lives in a clone of the kata (with its
         # own pyproject.toml) must not become pytest's rootdir. `--impl=PATH` in one word, so pytest does not take
         # the path for a test argument either.
@@ -158,13 +158,19 @@ class Grader:
         ini = [f"--config-file={root / 'repository' / name}" for name in ("pytest.ini", "pyproject.toml")
                if (root / "repository" / name).exists()][:1]
         return [
-            self.python, "-m", "kata.grade_sandbox", *limits, "--",
+            *self._sandbox(),
             self.python, "-m", "pytest", "tests", f"--rootdir={root / 'repository'}", *ini,
             f"--impl={impl}", "-m", marker, "-p", "kata.grade_guard",
             "-p", "kata.progress", "--kata-report", str(report), "--kata-test-timeout", f"{self.timeout:g}",
             "--timeout", "0",  # pytest-timeout off: its exception is swallowed by Hypothesis (see kata.progress)
             "-q", "--no-header", "-p", "no:cacheprovider", "-p", "no:randomly",
         ]
+
+    def _sandbox(self) -> list[str]:
+        """The command prefix that runs a command under this grader's limits (kata.grade_sandbox)."""
+        limits = [f"--memory={self.memory_limit}", f"--cpu={self.cpu_limit}",
+                  f"--processes={self.process_limit if os.getuid() else 0}"]  # root ignores RLIMIT_NPROC
+        return [self.python, "-m", "kata.grade_sandbox", *limits, "--"]
 
     def _environment(self) -> dict[str, str]:
         environment = {name: value for name, value in os.environ.items()
@@ -265,7 +271,19 @@ class Grader:
             if limit:
                 result.notes.append(f"{name}: the {limit} limit was reached ({self.limit_text(limit)})")
         result.concepts = {c.name: result.concepts[c.name] for c in self.concepts}
+        if self.diagnose:
+            self._diagnose(folder, result)
         return result
+
+    def _diagnose(self, folder: Path, result: SubmissionResult) -> None:
+        """``diagnoses`` of every concept: the catalogued mistakes a failed one behaves like (kata diagnose on the
+        submission's own modules, beside the reference, under the run's limits); [] for the others."""
+        from kata.diagnose import diagnose_in_subprocess  # torch and the probes: only when asked
+
+        failed = [name for name, r in result.concepts.items() if r.status == "failed"]
+        found = diagnose_in_subprocess(str(folder), failed, prefix=self._sandbox()) if failed else []
+        for name, r in result.concepts.items():
+            r.extra["diagnoses"] = sorted({d.mistake for d in found if d.concept == name and d.mistake})
 
     def limit_text(self, limit: str) -> str:
         return {"address space": f"{self.memory_limit / 2**30:g} GiB", "processes": f"{self.process_limit} more",

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kata.manifest import CONCEPTS, Concept
+from kata.manifest import CONCEPTS, Concept, catalogued_mistake
 
 STATUSES = ("passed", "failed", "error", "timeout")
 VERBS = {"passed": "passes", "failed": "fails", "error": "does not load", "timeout": "hangs"}
@@ -119,20 +119,33 @@ def to_json(results: Sequence[SubmissionResult]) -> dict[str, Any]:
 
 
 def to_csv(results: Sequence[SubmissionResult], concepts: Sequence[Concept] = CONCEPTS) -> str:
-    """One row per submission: its points in each concept, the total, the maximum and the notes (blank if not
-    graded)."""
+    """One row per submission: its points in each concept, the total, the maximum, the diagnoses and the notes
+    (blank if not graded)."""
     stream = io.StringIO()
     writer = csv.writer(stream, lineterminator="\n")
-    writer.writerow(["submission", *(c.name for c in concepts), "total", "max_total", "notes"])
+    writer.writerow(["submission", *(c.name for c in concepts), "total", "max_total", "diagnoses", "notes"])
     for result in results:
         if not result.graded:
-            writer.writerow([result.submission, *([""] * (len(concepts) + 2)), "; ".join(result.notes)])
+            writer.writerow([result.submission, *([""] * (len(concepts) + 3)), "; ".join(result.notes)])
             continue
         cells = [format_points(result.concepts[c.name].points) if c.name in result.concepts else ""
                  for c in concepts]
+        diagnoses = [m for c in concepts if c.name in result.concepts for m in diagnoses_of(result.concepts[c.name])]
         writer.writerow([result.submission, *cells, format_points(result.total), format_points(result.max_total),
-                         "; ".join(_notes(result))])
+                         " ".join(diagnoses), "; ".join(_notes(result))])
     return stream.getvalue()
+
+
+def diagnoses_of(r: ConceptResult) -> list[str]:
+    """The catalogued mistakes ("concept/name") the concept's functions behave like (``kata grade`` diagnoses)."""
+    return list(r.extra.get("diagnoses", []))
+
+
+def diagnosis_line(mistake: str) -> str:
+    """"your code behaves like the catalogued mistake '...' (gae/...): `kata hint gae --level 2`"."""
+    entry = catalogued_mistake(mistake)
+    return (f"your code behaves like the catalogued mistake '{entry.misunderstanding}' ({mistake}): "
+            f"`kata hint {mistake.partition('/')[0]} --level {entry.hint}`")
 
 
 def _notes(result: SubmissionResult) -> list[str]:
@@ -146,6 +159,7 @@ def gradescope_output(concept: Concept, r: ConceptResult) -> str:
         output += f"\nfirst failure: {r.message}"
     if r.chained_message:
         output += f"\n{r.chained_message}"
+    output += "".join(f"\n{diagnosis_line(mistake)}" for mistake in diagnoses_of(r))
     return output + f"\nread {concept.guide_section}; run `kata check {concept.name} --slow` to see every failure"
 
 
@@ -185,6 +199,7 @@ def markdown(results: Sequence[SubmissionResult], concepts: Sequence[Concept] = 
             if r.status != "passed":
                 counts = f"{r.passed} of {r.passed + r.failed} passed" if r.passed + r.failed else "no test ran"
                 lines.append(f"- {name} ({r.status}, {counts}): {_cell(r.message)}")
+                lines += [f"- {name}: {_cell(diagnosis_line(mistake))}" for mistake in diagnoses_of(r)]
             if r.chained_message:
                 lines.append(f"- {_cell(r.chained_message)}")
     return "\n".join(lines) + "\n"

@@ -364,3 +364,12 @@ def concept_of_export(public_name: str) -> Concept:
         if public_name in candidate.exports:
             return candidate
     raise KeyError(public_name)
+
+
+def catalogued_mistake(entry: str) -> Mistake:
+    """The catalogue's ``"concept/name"``; a ValueError names what is wrong otherwise."""
+    concept_name, _, name = entry.partition("/")
+    for mistake in concept(concept_name).mistakes:
+        if mistake.name == name:
+            return mistake
+    raise ValueError(f"no catalogued mistake {entry!r}: expected concept/name with a Mistake in kata/manifest.py")

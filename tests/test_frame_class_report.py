@@ -72,3 +72,18 @@ def test_the_three_files(diagnosed, tmp_path):
     assert written[2].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", "misconceptions.png must be a PNG"
     empty = class_report.write({"dan": {}}, tmp_path / "empty")
     assert empty[2].stat().st_size > 0
+
+
+def test_the_grader_diagnoses_failed_concepts_and_the_report_counts_them(tmp_path):
+    from kata import grade
+
+    folder = build(tmp_path, "alice", OVERLAYS["alice"])
+    result = grade.SubmissionResult(str(folder), {
+        "gae": grade.ConceptResult(9.0, 15.0, 6, 4, "failed", "AssertionError: ..."),
+        "baselines": grade.ConceptResult(10.0, 10.0, 8, 0, "passed", ""),
+    })
+    grade.Grader(concepts=[concept("baselines"), concept("gae")], diagnose=True)._diagnose(folder, result)
+    assert result.concepts["gae"].extra["diagnoses"] == ["gae/truncation_as_termination"], (
+        "a failed concept gets the mistakes it behaves like, found in a child process under the grader's limits")
+    assert result.concepts["baselines"].extra["diagnoses"] == [], "a passed concept is not diagnosed"
+    assert class_report.from_results([result]) == {str(folder): {"gae": ["gae/truncation_as_termination"]}}

@@ -243,7 +243,8 @@ def test_a_concept_without_a_summary_is_an_error():
 def made_up_results() -> list[grade.SubmissionResult]:
     good = grade.SubmissionResult("subs/alice", {
         "reinforce": grade.ConceptResult(10.0, 10.0, 11, 0, "passed", ""),
-        "gae": grade.ConceptResult(7.5, 15.0, 6, 6, "failed", "AssertionError: the recursion | leaks"),
+        "gae": grade.ConceptResult(7.5, 15.0, 6, 6, "failed", "AssertionError: the recursion | leaks",
+                                   extra={"diagnoses": ["gae/recursion_leaks_across_cuts"]}),
     })
     bad = grade.SubmissionResult("subs/bob", {
         "reinforce": grade.ConceptResult(0.0, 10.0, 0, 0, "timeout", "timed out"),
@@ -258,9 +259,10 @@ def test_json_report_has_exactly_the_documented_shape():
     first = data["submissions"][0]
     assert set(first) == {"submission", "graded", "total", "max_total", "notes", "concepts"}
     assert (first["submission"], first["total"], first["max_total"]) == ("subs/alice", 17.5, 25.0)
+    assert first["concepts"]["gae"]["diagnoses"] == ["gae/recursion_leaks_across_cuts"]
     for result in first["concepts"].values():
-        assert set(result) == {"points", "max_points", "passed", "failed", "status", "message", "chained_status",
-                               "chained_message"}
+        assert set(result) - {"diagnoses"} == {"points", "max_points", "passed", "failed", "status", "message",
+                                               "chained_status", "chained_message"}
         assert result["chained_status"] == result["status"], "no chain run: the chained status is the status"
         assert isinstance(result["points"], float) and isinstance(result["passed"], int)
     assert {r["status"] for s in data["submissions"] for r in s["concepts"].values()} <= set(grade.STATUSES)
@@ -268,9 +270,9 @@ def test_json_report_has_exactly_the_documented_shape():
 
 def test_csv_has_one_row_per_submission_and_a_column_per_concept():
     rows = list(csv.reader(io.StringIO(grade.to_csv(made_up_results(), [concept("reinforce"), concept("gae")]))))
-    assert rows[0] == ["submission", "reinforce", "gae", "total", "max_total", "notes"]
-    assert rows[1] == ["subs/alice", "10", "7.5", "17.5", "25", ""]
-    assert rows[2] == ["subs/bob", "0", "0", "0", "25", ""]
+    assert rows[0] == ["submission", "reinforce", "gae", "total", "max_total", "diagnoses", "notes"]
+    assert rows[1] == ["subs/alice", "10", "7.5", "17.5", "25", "gae/recursion_leaks_across_cuts", ""]
+    assert rows[2] == ["subs/bob", "0", "0", "0", "25", "", ""]
 
 
 def test_a_submission_not_graded_is_blank_never_zero_and_a_chain_that_differs_is_said_everywhere():
@@ -282,7 +284,7 @@ def test_a_submission_not_graded_is_blank_never_zero_and_a_chain_that_differs_is
     results = [alice, grade.not_graded("subs/carol", "not graded (interrupted)")]
     concepts = [concept("reinforce"), concept("gae")]
     rows = list(csv.reader(io.StringIO(grade.to_csv(results, concepts))))
-    assert rows[2] == ["subs/carol", "", "", "", "", "not graded (interrupted)"], "blank, never 0"
+    assert rows[2] == ["subs/carol", "", "", "", "", "", "not graded (interrupted)"], "blank, never 0"
     assert rows[1][-1] == alice.concepts["gae"].chained_message
     data = grade.to_json(results)["submissions"]
     assert data[0]["concepts"]["gae"]["chained_status"] == "failed" and data[0]["concepts"]["gae"]["status"] == "failed"
@@ -299,6 +301,9 @@ def test_gradescope_results_have_a_test_per_concept_and_the_score():
     assert [(t["score"], t["max_score"]) for t in data["tests"]] == [(10.0, 10.0), (7.5, 15.0)]
     assert all(t["name"] and t["output"] and t["visibility"] == "visible" for t in data["tests"])
     assert "the recursion | leaks" in data["tests"][1]["output"], "the first failure is shown to the student"
+    assert data["tests"][1]["output"].splitlines()[2] == (
+        "your code behaves like the catalogued mistake 'the backward recursion continues across a trace cut' "
+        "(gae/recursion_leaks_across_cuts): `kata hint gae --level 3`"), "the diagnosis is a line of the output"
 
 
 def test_markdown_table_and_problems():
@@ -307,6 +312,8 @@ def test_markdown_table_and_problems():
     assert lines[0] == "| submission | reinforce | gae | total |"
     assert lines[2] == "| subs/alice | 10/10 | 7.5/15 failed | 17.5/25 |"
     assert "- gae (failed, 6 of 12 passed): AssertionError: the recursion \\| leaks" in lines
+    assert ("- gae: your code behaves like the catalogued mistake 'the backward recursion continues across a trace "
+            "cut' (gae/recursion_leaks_across_cuts): `kata hint gae --level 3`") in lines
     assert "- reinforce (timeout, no test ran): timed out" in lines
 
 
