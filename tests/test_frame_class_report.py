@@ -15,8 +15,8 @@ from kata.manifest import CONCEPTS, concept
 pytestmark = pytest.mark.frame
 
 FIXTURES = REPOSITORY_ROOT / "tests" / "fixtures" / "submissions"
-OVERLAYS = {"alice": ["truncation_as_termination"], "bob": ["rloo_includes_self"],
-            "carol": ["truncation_as_termination", "rloo_includes_self"], "dan": []}
+OVERLAYS = {"alice": ["truncation_as_termination"], "bob": ["lambda_ignored"], "carol": ["truncation_as_termination"],
+            "dan": []}
 
 
 def build(root, name, overlays):
@@ -44,31 +44,33 @@ def diagnosed(tmp_path_factory):
 
 def test_fixture_submissions_are_diagnosed_with_their_misconceptions(diagnosed):
     assert diagnosed == {"alice": {"gae": ["gae/truncation_as_termination"]},
-                         "bob": {"baselines": ["baselines/rloo_includes_self"]},
-                         "carol": {"baselines": ["baselines/rloo_includes_self"],
-                                   "gae": ["gae/truncation_as_termination"]},
+                         "bob": {"gae": ["gae/lambda_not_applied"]},
+                         "carol": {"gae": ["gae/truncation_as_termination"]},
                          "dan": {}}
 
 
 def test_counts_per_concept_largest_first(diagnosed):
-    with_more = {**diagnosed, "erin": {"gae": ["gae/lambda_not_applied", "gae/lambda_not_applied"]}}
+    with_more = {**diagnosed, "erin": {"gae": ["gae/bootstraps_from_terminal", "gae/bootstraps_from_terminal"],
+                                       "baselines": ["baselines/rloo_includes_self"]}}
     table = class_report.tally(with_more)
     assert [(m.mistake, m.count) for m in table["gae"]] == [("gae/truncation_as_termination", 2),
+                                                             ("gae/bootstraps_from_terminal", 1),
                                                              ("gae/lambda_not_applied", 1)]
     assert table["gae"][0].submissions == ["alice", "carol"], "a submission counts once per mistake"
     assert table["reinforce"] == [] and list(table) == [c.name for c in CONCEPTS]
 
 
 def test_the_three_files(diagnosed, tmp_path):
-    written = class_report.write(diagnosed, tmp_path / "report")
+    with_baselines = {**diagnosed, "erin": {"baselines": ["baselines/rloo_includes_self"]}}
+    written = class_report.write(with_baselines, tmp_path / "report")
     assert [p.name for p in written] == ["misconceptions.md", "misconceptions.json", "misconceptions.png"]
     report = json.loads(written[1].read_text())
-    assert report["submissions"] == 4
+    assert report["submissions"] == 5
     assert report["concepts"]["baselines"] == [{
-        "mistake": "baselines/rloo_includes_self", "count": 2, "submissions": ["bob", "carol"],
+        "mistake": "baselines/rloo_includes_self", "count": 1, "submissions": ["erin"],
         "misunderstanding": class_report.misunderstanding("baselines/rloo_includes_self")}]
     markdown = written[0].read_text()
-    assert "| 2 of 4 | `gae/truncation_as_termination` |" in markdown and "No catalogued mistake found." in markdown
+    assert "| 2 of 5 | `gae/truncation_as_termination` |" in markdown and "No catalogued mistake found." in markdown
     assert written[2].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", "misconceptions.png must be a PNG"
     empty = class_report.write({"dan": {}}, tmp_path / "empty")
     assert empty[2].stat().st_size > 0
