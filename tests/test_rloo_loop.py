@@ -28,6 +28,7 @@ from kata.sequence_task import (
     make_policy,
     sequence_rewards,
 )
+from kata.training_checks import sequence_smoke_verdict
 from tests.strategies import prompt_major_rewards, sampling_cases, sequence_batches
 
 pytestmark = pytest.mark.rloo_loop
@@ -553,14 +554,14 @@ def test_evaluation_uses_the_packages_sampler(impl):
 def test_the_smoke_profile_reaches_exact_response_success(impl):
     from kata.rloo_frame import sequence_profile_config
 
-    run = impl.train_tiny_sequence_policy(seed=5, **sequence_profile_config("smoke"))
+    # One run's verdict depends on the random stream the code draws: a second run with another seed keeps the
+    # chance of rejecting valid code below 1 % (kata/training_checks.py, benchmarks/training_robustness.py).
+    verdict = sequence_smoke_verdict(impl, seed=5)
+    run = verdict.attempts[0].run
     check_first_batch(run["first_batch"])
     history = run["history"]
     assert history["iteration"][0] == 0 and history["iteration"][-1] == sequence_profile_config("smoke")[
         "iterations"]
-    assert max(history["success_rate"]) == 1.0, (
-        f"the smoke profile never reached sampled exact-response success 1.0 (best {max(history['success_rate'])})"
-    )
-    assert run["final_evaluation"]["success_rate"] >= 0.95
-    greedy = impl.evaluate_sequence_policy(run["model"], samples_per_prompt=1, deterministic=True)
-    assert greedy["success_rate"] == 1.0, "after training, greedy decoding must answer every prompt exactly"
+    assert verdict.passed, (
+        "the smoke profile never reached sampled exact-response success 1.0 and held it, with greedy decoding "
+        f"then answering every prompt exactly, in either of two runs: {verdict.explanation()}")
