@@ -3,7 +3,7 @@
 The masks and bootstrap values are checked against their definitions for every flag combination; the update is
 watched from outside: a spy actor sees which samples each epoch uses, a spy optimizer sees the gradient it is asked
 to apply, and the batch it was given is compared before and after. The integration test (marked `slow`) trains
-the smoke profile on the lab's two seeds, each with one retry on another seed (kata/training_checks.py).
+the smoke profile on the lab's two seeds, each with up to two retries on other seeds (kata/training_checks.py).
 """
 
 from __future__ import annotations
@@ -316,10 +316,11 @@ def test_a_seed_reproduces_the_history(impl):
 @pytest.mark.slow
 @pytest.mark.parametrize("seed", [11, 37])
 def test_the_smoke_profile_solves_cartpole(impl, seed):
-    # A valid implementation's run fails now and then whatever its random stream: a second run with another seed
-    # keeps the chance of rejecting valid code below 1 % (kata/training_checks.py, measured by
+    # A valid implementation's run fails now and then whatever its random stream: up to two more runs with
+    # other seeds keep the chance of rejecting valid code below 1 % (kata/training_checks.py, measured by
     # benchmarks/training_robustness.py).
     verdict = ppo_smoke_verdict(impl.train_ppo, seed)
     assert verdict.passed, (
         "the smoke profile did not solve CartPole and hold it (final greedy evaluation >= 475 and every "
-        f"evaluation in the last fifth >= 475) in either of two runs: {verdict.explanation()}")
+        f"evaluation in the last fifth >= 475) in any of three runs (the seed and two retries): "
+        f"{verdict.explanation()}")

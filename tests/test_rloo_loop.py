@@ -554,8 +554,8 @@ def test_evaluation_uses_the_packages_sampler(impl):
 def test_the_smoke_profile_reaches_exact_response_success(impl):
     from kata.rloo_frame import sequence_profile_config
 
-    # One run's verdict depends on the random stream the code draws: a second run with another seed keeps the
-    # chance of rejecting valid code below 1 % (kata/training_checks.py, benchmarks/training_robustness.py).
+    # One run's verdict depends on the random stream the code draws: up to two more runs with other seeds keep
+    # the chance of rejecting valid code below 1 % (kata/training_checks.py, benchmarks/training_robustness.py).
     verdict = sequence_smoke_verdict(impl, seed=5)
     run = verdict.attempts[0].run
     check_first_batch(run["first_batch"])
@@ -564,4 +564,5 @@ def test_the_smoke_profile_reaches_exact_response_success(impl):
         "iterations"]
     assert verdict.passed, (
         "the smoke profile never reached sampled exact-response success 1.0 and held it, with greedy decoding "
-        f"then answering every prompt exactly, in either of two runs: {verdict.explanation()}")
+        f"then answering every prompt exactly, in any of three runs (the seed and two retries): "
+        f"{verdict.explanation()}")
