@@ -37,11 +37,13 @@ settings.register_profile("ci", max_examples=40, deadline=None, derandomize=True
 settings.register_profile(
     "thorough", max_examples=400, deadline=None, database=None, verbosity=Verbosity.normal, **_COMMON
 )
-# catalogue: the ci examples without shrinking, for `python -m kata.mistakes`, which only needs to know that a
-# mistake is caught (the smallest counterexample is for a person reading the failure).
-settings.register_profile(
-    "catalogue", parent=settings.get_profile("ci"), phases=(Phase.explicit, Phase.reuse, Phase.generate)
-)
+# <profile>-no-shrink: the same examples without shrinking and without an example database, for the catalogue runs
+# (kata/catalogue_runs.py), which only need to know whether a test fails; each repetition draws afresh.
+for _name in ("dev", "ci", "thorough"):
+    settings.register_profile(
+        f"{_name}-no-shrink", parent=settings.get_profile(_name), database=None,
+        phases=(Phase.explicit, Phase.reuse, Phase.generate),
+    )
 settings.load_profile(os.environ.get("KATA_HYPOTHESIS_PROFILE", "dev"))
 
 # The kata's tensors are tiny: on a 2-core machine a second intra-op thread only adds hand-offs and waiting.
@@ -94,14 +96,23 @@ def impl(request: pytest.FixtureRequest) -> implementations.Implementation:
 # ---- readable failures -----------------------------------------------------------------------------------------
 
 
-def _student_line(error: BaseException) -> str | None:
-    """One line for an untouched stub or a module that does not import; None for a real failure."""
+def _student_lines(error: BaseException) -> tuple[list[str], bool]:
+    """The one-line messages of untouched stubs and modules that do not import among ``error``'s exceptions, and
+    whether a genuine failure is among them too."""
+    lines, genuine = [], False
     for leaf in leaf_exceptions(error):
-        if is_stub_error(leaf):
-            return str(leaf)
-        if isinstance(leaf, implementations.ImplementationImportError):
-            return str(leaf)
-    return None
+        if is_stub_error(leaf) or isinstance(leaf, implementations.ImplementationImportError):
+            lines.append(str(leaf))
+        else:
+            genuine = True
+    return lines, genuine
+
+
+def _student_line(error: BaseException) -> str | None:
+    """One line for an untouched stub or a module that does not import; None when a genuine failure is among the
+    errors (a Hypothesis ExceptionGroup): that one must be shown, never hidden behind a stub's line."""
+    lines, genuine = _student_lines(error)
+    return lines[0] if lines and not genuine else None
 
 
 @pytest.hookimpl(hookwrapper=True)
@@ -109,6 +120,8 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):
     outcome = yield
     report = outcome.get_result()
     if call.excinfo is not None and report.failed:
-        line = _student_line(call.excinfo.value)
-        if line is not None:
-            report.longrepr = line
+        lines, genuine = _student_lines(call.excinfo.value)
+        if lines and not genuine:
+            report.longrepr = lines[0]
+        elif lines:  # the genuine failures stay the report; the stub's line follows them
+            report.sections.append(("kata: also", lines[0]))

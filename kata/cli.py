@@ -9,7 +9,8 @@
     kata autograder --out FILE      build a Gradescope autograder zip
     kata lab [--impl exercises]     run the lab end to end (kata.lab), on the reference by default
     kata diagnose [CONCEPT ...]     which catalogued mistake your code behaves like (kata.diagnose)
-    kata mistakes [CONCEPT ...]     prove every catalogued mistake is caught (kata.mistakes)
+    kata mistakes [CONCEPT ...]     prove every catalogued mistake is caught (kata.mistakes; --profile, --repeat)
+    kata variants [CONCEPT ...]     prove every catalogued valid variant passes, slow tests included (kata.variants)
     kata selfcheck                  prove every stub fails its tests (kata.selfcheck)
     kata stubs [--check] [--force]  write exercises/ from the marked solutions/ (kata.stubs)
 
@@ -39,6 +40,8 @@ DELEGATED = {
                  "beside the reference and the mistakes on fixed probes (`kata diagnose --help`)"),
     "mistakes": ("kata.mistakes", "run each concept's tests against every wrong implementation in mistakes/ "
                  "and fail if one survives (`kata mistakes --help`)"),
+    "variants": ("kata.variants", "run each concept's tests, slow ones included, against every valid variant in "
+                 "variants/ and fail if one is rejected (`kata variants --help`)"),
     "selfcheck": ("kata.selfcheck", "check that every concept test fails on the untouched stubs of exercises/ "
                   "with the one-line message (`kata selfcheck --help`)"),
 }
@@ -157,7 +160,7 @@ def run_check(c: Concept | None, slow: bool = False) -> int:
     state = next(s for s in states if s.concept == c)
     print()
     if code == 0 and state.done:
-        print(f"{c.name} passes every test. Well done.")
+        print(f"{c.name}: {state.label}." if state.label != "done" else f"{c.name} passes every test. Well done.")
         print(_next_line(status.next_concept(states)))
     else:
         print(f"{c.name}: {state.label}. Read {c.guide_section}; each message above names a misunderstanding; "

@@ -21,6 +21,14 @@ class Mistake:
 
 
 @dataclass(frozen=True)
+class Variant:
+    """A valid implementation kept in ``variants/<concept>/<name>.py``; every test of the concept must pass on it."""
+
+    name: str
+    description: str
+
+
+@dataclass(frozen=True)
 class Concept:
     number: int
     name: str  # module name in exercises/ and solutions/, and the pytest marker
@@ -30,6 +38,7 @@ class Concept:
     exports: tuple[str, ...]  # public names the concept module defines; the package re-exports them
     hints: tuple[str, ...]  # from a gentle nudge to nearly the answer
     mistakes: tuple[Mistake, ...]
+    variants: tuple[Variant, ...] = ()
 
     @property
     def marker(self) -> str:
@@ -84,6 +93,12 @@ CONCEPTS: tuple[Concept, ...] = (
             Mistake("entropy_over_wrong_axis", "softmax and sum over the batch axis instead of the action axis",
                     hint=5),
         ),
+        variants=(
+            Variant("float64_loss_cast_back", "the surrogate loss summed in float64 and cast back"),
+            Variant("numpy_reward_to_go", "reward-to-go on a NumPy path for NumPy input, into a fresh buffer"),
+            Variant("torch_distributions_entropy", "entropy from torch.distributions.Categorical"),
+            Variant("vectorised_reward_to_go", "reward-to-go as one matrix product, no Python loop"),
+        ),
     ),
     Concept(
         number=2,
@@ -114,6 +129,12 @@ CONCEPTS: tuple[Concept, ...] = (
             Mistake("simulation_scale_not_measured", "the simulation reports the predicted (G-1)/G instead of "
                     "measuring the observed scale", hint=4),
         ),
+        variants=(
+            Variant("fresh_buffer_no_baseline", "the rewards copied row by row into a fresh buffer"),
+            Variant("loo_baseline_by_masked_mean", "the leave-one-out baseline as a product with (1 - I) / (G - 1)"),
+            Variant("numpy_group_mean", "same-group centring on a NumPy path for NumPy input"),
+            Variant("rloo_as_scaled_centring", "RLOO as G / (G - 1) times the same-group centred rewards"),
+        ),
     ),
     Concept(
         number=3,
@@ -140,6 +161,11 @@ CONCEPTS: tuple[Concept, ...] = (
             Mistake("next_values_from_values_shift", "V(s_{t+1}) taken from values[t + 1] instead of "
                     "next_values, which is wrong at every cut", hint=2),
             Mistake("lambda_not_applied", "the recursion decays by gamma only, ignoring lambda", hint=3),
+        ),
+        variants=(
+            Variant("discount_matrix", "GAE as one matrix product of the TD residuals, no Python loop"),
+            Variant("float64_cast_back", "GAE in float64, cast back to the inputs' dtype"),
+            Variant("numpy_buffer", "GAE on a NumPy path for NumPy input, into a fresh buffer"),
         ),
     ),
     Concept(
@@ -188,8 +214,17 @@ CONCEPTS: tuple[Concept, ...] = (
                     "whatever the advantage's sign", hint=4),
             Mistake("old_log_probs_not_detached", "gradient flows into the old log-probabilities, which are data "
                     "recorded before the update", hint=1),
+            Mistake("ratio_outside_counts_log_ratio", "the ratio-outside fraction tests |log r| > eps instead of "
+                    "|r - 1| > eps", hint=4),
             Mistake("kl_ratio_inverted", "the k3 estimator with old/new instead of new/old: non-negative, but "
                     "not an estimate of KL(old || new) under the old policy's samples", hint=4),
+        ),
+        variants=(
+            Variant("approx_kl_from_ratio", "CleanRL's ((ratio - 1) - logratio).mean(), without expm1"),
+            Variant("cleanrl_max_of_negatives", "CleanRL's policy loss max(-A r, -A clip(r)).mean()"),
+            Variant("cleanrl_ratio_outside_fraction", "CleanRL's ((ratio - 1).abs() > eps).float().mean(): a float32 fraction"),
+            Variant("float64_terms_cast_back", "the four surrogate terms in float64, cast back"),
+            Variant("value_loss_by_where", "the clipped value prediction chosen by torch.where instead of clamp"),
         ),
     ),
     Concept(
@@ -223,6 +258,9 @@ CONCEPTS: tuple[Concept, ...] = (
             Mistake("entropy_bonus_sign_flipped", "entropy with the wrong sign in the update's loss", hint=4),
             Mistake("no_gradient_clipping", "the gradient norm is not clipped", hint=4),
         ),
+        variants=(
+            Variant("argsort_permutation", "the epoch's permutation as argsort of uniform noise"),
+        ),
     ),
     Concept(
         number=6,
@@ -251,6 +289,12 @@ CONCEPTS: tuple[Concept, ...] = (
             Mistake("eos_searched_in_prompt", "an EOS inside the prompt ends the response", hint=3),
             Mistake("eos_dropped_when_pad_is_eos", "EOS dropped when pad_token_id == eos_token_id", hint=4),
             Mistake("include_eos_ignored", "the EOS column is scored whatever include_eos says", hint=3),
+        ),
+        variants=(
+            Variant("cross_entropy_log_probs", "token log-probs as -cross_entropy(logits, labels)"),
+            Variant("cumulative_sum_mask", "the response mask from cumulative sums of EOS and non-pad tokens"),
+            Variant("logsumexp_log_probs", "token log-probs as the gathered logit minus logsumexp"),
+            Variant("row_loop_mask", "the response mask row by row in a Python loop, into a fresh buffer"),
         ),
     ),
     Concept(
@@ -298,6 +342,12 @@ CONCEPTS: tuple[Concept, ...] = (
                     "which overflows where the sum of log-ratios does not", hint=3),
             Mistake("masked_terms_keep_the_advantage", "masked positions get ratio 1 but keep the advantage, so "
                     "their terms are A instead of 0", hint=1),
+        ),
+        variants=(
+            Variant("float64_sequence_ratio", "the sequence ratio exponentiated in float64, cast back"),
+            Variant("log_ratio_as_difference_of_sums", "the sequence log-ratio as the difference of the summed log-probs"),
+            Variant("reduction_weights", "the three reductions as one weighted sum with per-token weights"),
+            Variant("where_on_log_ratio", "masked terms from the log-ratio zeroed off the mask, written out inline"),
         ),
     ),
     Concept(

@@ -1,74 +1,46 @@
 """Run the mistake catalogue: every catalogued wrong implementation must be caught by its concept's tests.
 
-    python -m kata.mistakes [CONCEPT ...] [--jobs N]
+    python -m kata.mistakes [CONCEPT ...] [--profile ci|dev|thorough] [--repeat N] [--jobs N]
 
 For each ``mistakes/<concept>/<name>.py`` this runs the concept's tests (``tests/test_<concept>.py``, not the slow
-ones, the ``catalogue`` Hypothesis profile: ``ci``'s examples without shrinking) against the reference with the wrong function bound in its place, in a subprocess of its own,
-and prints one line: which test caught it, or that it SURVIVED. It also checks the catalogue against the manifest
-(a listed mistake without a file, or a file not listed, is a failure). Exit status 0 only if every mistake is caught.
+ones) against the reference with the wrong function bound in its place, in a process of its own, and prints one
+line: which test caught it, or that it SURVIVED. ``--profile`` is the Hypothesis profile (default ``ci``, what
+grading runs; ``dev`` is what a student runs), played without shrinking and without an example database: only
+caught or not matters here, and shrinking changes neither. ``--repeat N`` runs the whole catalogue N times, each
+repetition with fresh random seeds (``--hypothesis-seed``; a derandomized profile such as ``ci`` meets the same
+examples every time): a mistake counts as caught only if every repetition catches it, and a miss prints the seed
+that reproduces it. It also checks the catalogue against the manifest (a listed mistake without a file, or a file
+not listed, is a failure). Exit status 0 only if every mistake is caught on every repetition.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
-import re
-import subprocess
 import sys
 import time
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
-from pathlib import Path
 
-from kata.impl import MISTAKES_ROOT, REPOSITORY_ROOT
+from kata.catalogue_runs import (
+    Outcome,
+    Run,
+    catalogue_entries,
+    catalogue_problems,
+    fresh_seed,
+    hypothesis_profile,
+    run_all,
+)
 from kata.manifest import CONCEPTS, concept
 
-FAILED_LINE = re.compile(r"^FAILED (\S+?)(?: - (.*))?$")
 
-
-@dataclass
-class Verdict:
-    mistake: str
-    caught: bool
-    detail: str
-    seconds: float
-
-
-def catalogue_problems(concept_names: list[str]) -> list[str]:
-    """Mismatches between the manifest's mistakes and the files in mistakes/."""
-    problems = []
-    for name in concept_names:
-        listed = {m.name for m in concept(name).mistakes}
-        folder = MISTAKES_ROOT / name
-        present = {p.stem for p in folder.glob("*.py") if not p.stem.startswith("_")} if folder.is_dir() else set()
-        problems += [f"{name}/{m}: listed in kata/manifest.py but mistakes/{name}/{m}.py is missing"
-                     for m in sorted(listed - present)]
-        problems += [f"{name}/{m}: mistakes/{name}/{m}.py is not listed in kata/manifest.py"
-                     for m in sorted(present - listed)]
-    return problems
-
-
-def run_one(mistake: str, impl: str = "solutions") -> Verdict:
-    concept_name = mistake.partition("/")[0]
-    command = [
-        # Only the concept's own test module is collected: importing the whole suite would cost more than the run.
-        sys.executable, "-m", "pytest", f"tests/test_{concept_name}.py", "--impl", impl, "--mistake", mistake,
-        "-m", f"{concept_name} and not slow", "-x", "-q", "-rf", "--no-header", "-p", "no:cacheprovider",
-    ]
-    environment = dict(os.environ, KATA_HYPOTHESIS_PROFILE="catalogue")
-    started = time.perf_counter()
-    completed = subprocess.run(command, cwd=REPOSITORY_ROOT, capture_output=True, text=True, env=environment)
-    seconds = time.perf_counter() - started
-    output = completed.stdout + completed.stderr
-    failures = [FAILED_LINE.match(line) for line in output.splitlines()]
-    failures = [match for match in failures if match]
-    if completed.returncode == 1 and failures:
-        test = failures[0].group(1).rpartition("::")[2]
-        return Verdict(mistake, True, f"by {test}", seconds)
-    if completed.returncode == 0:
-        return Verdict(mistake, False, "SURVIVED: every test passed", seconds)
-    tail = " | ".join(output.strip().splitlines()[-3:])
-    return Verdict(mistake, False, f"could not be judged (pytest exit {completed.returncode}): {tail}", seconds)
+def verdict(outcome: Outcome) -> tuple[bool, str]:
+    """(caught, what to print) for one run of one mistake."""
+    failures = outcome.failed_tests
+    if outcome.returncode == 1 and failures:
+        return True, f"by {failures[0][0]}"
+    seed = f" (reproduce: --hypothesis-seed={outcome.run.seed})" if outcome.run.seed is not None else ""
+    if outcome.returncode == 0:
+        return False, f"SURVIVED: every test passed{seed}"
+    return False, f"could not be judged (pytest exit {outcome.returncode}): {outcome.tail()}{seed}"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -76,29 +48,42 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("concepts", nargs="*", help="concepts to check (default: all)")
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 2, help="mistakes run at once")
     parser.add_argument("--impl", default="solutions", help="implementation the mistakes are bound into")
+    parser.add_argument("--profile", default="ci", choices=("ci", "dev", "thorough"),
+                        help="Hypothesis profile, played without shrinking (default: ci, what grading runs)")
+    parser.add_argument("--repeat", type=int, default=1, help="runs of the whole catalogue, each with fresh seeds")
     args = parser.parse_args(argv)
     names = args.concepts or [c.name for c in CONCEPTS]
     for name in names:
         concept(name)
+    if args.repeat < 1:
+        parser.error("--repeat must be at least 1")
 
-    problems = catalogue_problems(names)
-    mistakes = [f"{name}/{p.stem}" for name in names
-                for p in sorted((MISTAKES_ROOT / name).glob("*.py")) if not p.stem.startswith("_")]
+    problems = catalogue_problems("mistake", names, lambda c: (m.name for m in c.mistakes))
+    mistakes = catalogue_entries("mistake", names)
+    profile = hypothesis_profile(args.profile, shrink=False)
     started = time.perf_counter()
     width = max((len(m) for m in mistakes), default=10)
-    caught = 0
-    with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
-        for verdict in pool.map(lambda m: run_one(m, args.impl), mistakes):
-            caught += verdict.caught
-            status = "caught  " if verdict.caught else "MISSED  "
-            print(f"{status}{verdict.mistake:<{width}}  {verdict.detail}  ({verdict.seconds:.1f} s)", flush=True)
+    missed: dict[str, int] = {}
+    for repetition in range(1, args.repeat + 1):
+        if args.repeat > 1:
+            print(f"-- repetition {repetition} of {args.repeat}, profile {args.profile}", flush=True)
+        runs = [Run("mistake", m, profile, seed=fresh_seed() if args.profile != "ci" else None) for m in mistakes]
+        for outcome in run_all(runs, args.impl, args.jobs):
+            caught, detail = verdict(outcome)
+            if not caught:
+                missed[outcome.run.entry] = missed.get(outcome.run.entry, 0) + 1
+            status = "caught  " if caught else "MISSED  "
+            print(f"{status}{outcome.run.entry:<{width}}  {detail}  ({outcome.seconds:.1f} s)", flush=True)
     for problem in problems:
         print(f"CATALOGUE  {problem}")
-    missed = len(mistakes) - caught
-    print(f"{caught} of {len(mistakes)} mistakes caught, {len(problems)} catalogue problems, "
-          f"in {time.perf_counter() - started:.1f} s")
-    print(f"mistakes: {caught} passed, {missed + len(problems)} failed")
-    return 0 if missed == 0 and not problems and mistakes else 1
+    caught_always = len(mistakes) - len(missed)
+    every = f" on all {args.repeat} repetitions" if args.repeat > 1 else ""
+    print(f"{caught_always} of {len(mistakes)} mistakes caught{every} (profile {args.profile}), "
+          f"{len(problems)} catalogue problems, in {time.perf_counter() - started:.1f} s")
+    for entry, times in sorted(missed.items()):
+        print(f"  {entry} missed in {times} of {args.repeat} repetitions")
+    print(f"mistakes: {caught_always} caught, {len(missed) + len(problems)} failed")
+    return 0 if not missed and not problems and mistakes else 1
 
 
 if __name__ == "__main__":

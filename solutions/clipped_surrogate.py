@@ -195,7 +195,8 @@ def approximate_kl(new_log_probs: ArrayLike, old_log_probs: ArrayLike) -> ArrayL
         old_log_probs: ``log π_old(a|s)`` for the same samples, the same shape.
 
     Returns:
-        A scalar ``>= 0`` (see the module docstring); call ``.item()`` or ``float()`` on it to log it.
+        A scalar ``>= 0`` up to the rounding of ``r - 1`` (about 1e-16; see the module docstring); call
+        ``.item()`` or ``float()`` on it to log it.
 
     Raises:
         ValueError: shapes differ, or inputs are empty.
@@ -227,7 +228,7 @@ def active_clip_fraction(
     the other side (``A > 0 and r < 1 - ε``) is not clipped: the min picks the unclipped branch.
 
     Arguments and errors as :func:`clipped_surrogate_terms`. Returns a scalar in [0, 1] (see the module docstring),
-    without gradient.
+    without gradient, in any floating dtype (a fraction k/N needs no more than float32).
 
     Example:
         >>> import numpy as np
@@ -259,7 +260,8 @@ def ratio_outside_fraction(new_log_probs: ArrayLike, old_log_probs: ArrayLike, c
         clip_epsilon: ε > 0.
 
     Returns:
-        A scalar in [0, 1] (see the module docstring), without gradient.
+        A scalar in [0, 1] (see the module docstring), without gradient, in any floating dtype (a fraction k/N
+        needs no more than float32: CleanRL's ``((ratio - 1).abs() > eps).float().mean()`` is fine).
 
     Raises:
         ValueError: shapes differ, inputs are empty, or ``clip_epsilon <= 0``.

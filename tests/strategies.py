@@ -114,15 +114,25 @@ def gae_batches(
 
 @st.composite
 def ppo_batches(draw, max_samples: int = 12) -> dict:
-    """Keyword arguments for clipped_surrogate_terms: old log-probs in [-5, 0], new = old + a shift in [-1, 1] (so
-    ratios fall on both sides of [1 - eps, 1 + eps]), advantages in [-10, 10] with zeros and both signs drawn, of
-    one shape [N] or [B, N], and clip_epsilon in [0.01, 0.5]."""
+    """Keyword arguments for clipped_surrogate_terms: clip_epsilon in [0.01, 0.5], old log-probs in [-5, 0], new =
+    old + a shift in [-1, 1] (so ratios fall on both sides of [1 - eps, 1 + eps]) or one of
+    :func:`boundary_log_ratios`, advantages in [-10, 10] with zeros and both signs drawn, of one shape [N] or
+    [B, N]."""
     shape = draw(sample_shapes(max_samples))
+    epsilon = draw(clip_epsilons)
     old = draw(float_arrays(shape, -5.0, 0.0))
-    shift = draw(float_arrays(shape, -1.0, 1.0))
+    shift = draw(hnp.arrays(np.float64, shape, elements=st.one_of(floats(-1.0, 1.0),
+                                                                 st.sampled_from(boundary_log_ratios(epsilon)))))
     advantages = draw(hnp.arrays(np.float64, shape, elements=st.one_of(st.just(0.0), floats(-10.0, 10.0))))
-    return dict(new_log_probs=old + shift, old_log_probs=old, advantages=advantages,
-                clip_epsilon=draw(clip_epsilons))
+    return dict(new_log_probs=old + shift, old_log_probs=old, advantages=advantages, clip_epsilon=epsilon)
+
+
+def boundary_log_ratios(epsilon: float) -> list[float]:
+    """Log-ratios where a random draw rarely lands and a wrong interval shows: r = e^±ε and the midpoints of the
+    gaps between [1 - ε, 1 + ε] and [e^-ε, e^ε]. Each is at least ε²/4 away from 1 ± ε, so rounding never decides
+    which side of the clip it falls on."""
+    upper, lower = (1.0 + epsilon + np.exp(epsilon)) / 2, (1.0 - epsilon + np.exp(-epsilon)) / 2
+    return [epsilon, -epsilon, float(np.log(upper)), float(np.log(lower))]
 
 
 @st.composite

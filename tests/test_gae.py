@@ -12,6 +12,7 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
+from tests.assertions import close
 from tests.strategies import floats, gae_batches
 
 pytestmark = pytest.mark.gae
@@ -40,11 +41,6 @@ def explicit_gae(rewards, values, next_values, terminated, trace_cuts, gamma, ga
                 break
             weight *= gamma * gae_lambda
     return advantages
-
-
-def close(actual, expected, message):
-    scale = 1.0 + np.abs(expected).max(initial=0.0)
-    np.testing.assert_allclose(actual, expected, rtol=1e-9, atol=1e-9 * scale, err_msg=message)
 
 
 def test_the_labs_example(impl):

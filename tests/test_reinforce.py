@@ -16,17 +16,12 @@ import torch
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
+from tests.assertions import close
 from tests.strategies import floats, logits_arrays, reward_streams, softmax_policies, surrogate_batches
 
 pytestmark = pytest.mark.reinforce
 
 TIGHT = dict(rtol=1e-9, atol=1e-9)
-
-
-def close(actual, expected, message, rtol=1e-9):
-    expected = np.asarray(expected, dtype=np.float64)
-    scale = 1.0 + np.abs(expected).max(initial=0.0)
-    np.testing.assert_allclose(actual, expected, rtol=rtol, atol=rtol * scale, err_msg=message)
 
 
 def expected_surrogate_gradient(impl, logits, advantages):

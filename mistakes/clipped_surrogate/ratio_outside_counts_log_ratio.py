@@ -1,0 +1,14 @@
+"""The ratio-outside fraction tests ``|log r| > ε`` instead of ``|r - 1| > ε``: the interval [e^-ε, e^ε] is not
+[1 - ε, 1 + ε], so ratios in (1 + ε, e^ε] and (1 - ε, e^-ε) are counted on the wrong side."""
+
+import torch
+
+from kata.arrays import check_positive, like_inputs
+from kata.contracts.clipped_surrogate import ratio_inputs
+
+
+def ratio_outside_fraction(new_log_probs, old_log_probs, clip_epsilon):
+    new, old = ratio_inputs(new_log_probs, old_log_probs)
+    epsilon = check_positive("clip_epsilon", clip_epsilon)
+    log_ratio = new.detach() - old.detach()
+    return like_inputs((log_ratio.abs() > epsilon).to(new.dtype).mean(), new_log_probs, old_log_probs)

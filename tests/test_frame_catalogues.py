@@ -1,0 +1,58 @@
+"""The mistake and variant catalogues: files and manifest agree, each entry says what it is, and the runner asks for
+what the profiles promise (fresh seeds for random profiles, no shrinking, no example database)."""
+
+from __future__ import annotations
+
+import ast
+
+import pytest
+from hypothesis import Phase, settings
+
+from kata.catalogue_runs import Run, catalogue_entries, catalogue_problems, hypothesis_profile
+from kata.impl import CATALOGUES
+from kata.manifest import CONCEPTS
+
+pytestmark = pytest.mark.frame
+NAMES = [c.name for c in CONCEPTS]
+
+
+def test_mistake_files_and_manifest_agree():
+    assert catalogue_problems("mistake", NAMES, lambda c: (m.name for m in c.mistakes)) == []
+
+
+def test_variant_files_and_manifest_agree():
+    assert catalogue_problems("variant", NAMES, lambda c: (v.name for v in c.variants)) == []
+
+
+def test_every_variant_says_why_it_is_valid():
+    for entry in catalogue_entries("variant", NAMES):
+        path = CATALOGUES["variant"] / f"{entry}.py"
+        docstring = ast.get_docstring(ast.parse(path.read_text()))
+        assert docstring and ("Valid" in docstring or "valid" in docstring), (
+            f"{path}: a variant's docstring must say why it is valid"
+        )
+
+
+def test_a_listed_file_that_is_missing_is_a_problem():
+    problems = catalogue_problems("variant", ["gae"], lambda c: ("no_such_variant", *(v.name for v in c.variants)))
+    assert problems == ["gae/no_such_variant: listed in kata/manifest.py but variants/gae/no_such_variant.py is "
+                        "missing"]
+
+
+@pytest.mark.parametrize("name", ["dev", "ci", "thorough"])
+def test_no_shrink_profiles_keep_the_examples_and_drop_shrinking_and_the_database(name):
+    profile = settings.get_profile(hypothesis_profile(name, shrink=False))
+    parent = settings.get_profile(name)
+    assert profile.max_examples == parent.max_examples and profile.derandomize == parent.derandomize
+    assert Phase.shrink not in profile.phases and profile.database is None
+
+
+def test_a_run_names_its_seed_its_entry_and_whether_slow_tests_run():
+    mistake = Run("mistake", "gae/lambda_not_applied", "dev-no-shrink", seed=123)
+    arguments = mistake.arguments("solutions")
+    assert "--mistake=gae/lambda_not_applied" in arguments and "--hypothesis-seed=123" in arguments
+    assert arguments[arguments.index("-m") + 1] == "gae and not slow" and "-x" in arguments
+    variant = Run("variant", "gae/discount_matrix", "ci-no-shrink", slow=True)
+    arguments = variant.arguments("solutions")
+    assert arguments[arguments.index("-m") + 1] == "gae" and "-x" not in arguments
+    assert not any(a.startswith("--hypothesis-seed") for a in arguments)

@@ -1,0 +1,19 @@
+"""Same-group centring on a NumPy path for NumPy input, torch for tensors.
+
+Valid: ``r - r.mean(axis=1, keepdims=True)`` is the contract's formula; a NumPy caller gets NumPy back in the rewards'
+dtype, a tensor caller a tensor (autograd kept).
+"""
+
+from __future__ import annotations
+
+import torch
+
+from kata.contracts.baselines import group_rewards
+
+
+def group_mean_advantages(rewards):
+    tensor = group_rewards(rewards)
+    if isinstance(rewards, torch.Tensor):
+        return tensor - tensor.mean(dim=1, keepdim=True)
+    array = tensor.numpy()
+    return array - array.mean(axis=1, keepdims=True)

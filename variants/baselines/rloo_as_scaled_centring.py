@@ -1,0 +1,17 @@
+"""RLOO advantages as ``G / (G - 1) · (r_i - mean(r))``, the closed form several libraries use.
+
+Valid: ``r_i - (Σ_j r_j - r_i) / (G - 1) = G / (G - 1) · (r_i - mean(r))`` exactly in real arithmetic (the docstring
+states it); in floating point the two differ only in the last bits.
+"""
+
+from __future__ import annotations
+
+from kata.arrays import like_inputs
+from kata.contracts.baselines import group_rewards
+
+
+def rloo_advantages(rewards):
+    tensor = group_rewards(rewards, minimum_group_size=2)
+    group_size = tensor.shape[1]
+    centred = tensor - tensor.mean(dim=1, keepdim=True)
+    return like_inputs(centred * (group_size / (group_size - 1)), rewards)

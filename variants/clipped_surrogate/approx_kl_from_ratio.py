@@ -1,0 +1,17 @@
+"""CleanRL's approximate KL, ``((ratio - 1) - logratio).mean()``, without ``expm1``.
+
+Valid: the same non-negative estimator ``mean((r - 1) - log r)``; ``exp(x) - 1`` loses a few bits to cancellation
+where r is near 1, far less than any tolerance a student could be held to.
+"""
+
+from __future__ import annotations
+
+from kata.arrays import like_inputs
+from kata.contracts.clipped_surrogate import ratio_inputs
+
+
+def approximate_kl(new_log_probs, old_log_probs):
+    new, old = ratio_inputs(new_log_probs, old_log_probs)
+    logratio = new - old.detach()
+    ratio = logratio.exp()
+    return like_inputs(((ratio - 1) - logratio).mean(), new_log_probs, old_log_probs)

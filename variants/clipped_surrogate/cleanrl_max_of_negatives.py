@@ -1,0 +1,21 @@
+"""CleanRL's policy loss: ``max(-A · r, -A · clip(r, 1 - ε, 1 + ε)).mean()``.
+
+Valid: ``max(-x, -y) = -min(x, y)``, so this is ``-mean(min(r · A, clip(r) · A))``, the documented loss, with the
+same gradient (the max picks the same branch the min would).
+"""
+
+from __future__ import annotations
+
+import torch
+
+from kata.arrays import like_inputs
+from kata.contracts.clipped_surrogate import surrogate_inputs
+
+
+def clipped_policy_loss(new_log_probs, old_log_probs, advantages, clip_epsilon):
+    new, old, adv, epsilon = surrogate_inputs(new_log_probs, old_log_probs, advantages, clip_epsilon)
+    logratio = new - old.detach()
+    ratio = logratio.exp()
+    pg_loss1 = -adv.detach() * ratio
+    pg_loss2 = -adv.detach() * torch.clamp(ratio, 1 - epsilon, 1 + epsilon)
+    return like_inputs(torch.max(pg_loss1, pg_loss2).mean(), new_log_probs, old_log_probs, advantages)

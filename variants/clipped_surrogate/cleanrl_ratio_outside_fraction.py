@@ -1,0 +1,23 @@
+"""CleanRL's clip fraction: ``((ratio - 1).abs() > ε).float().mean()``, a float32 fraction.
+
+Valid: it counts exactly the samples with ``|r - 1| > ε``; the fraction k/N comes back as float32 (``.float()``),
+which the docstring allows for a fraction: float32 holds k/N for any batch the tests use to far better than the
+tolerance of a count.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from kata.arrays import check_positive, like_inputs
+from kata.contracts.clipped_surrogate import ratio_inputs
+
+
+def ratio_outside_fraction(new_log_probs, old_log_probs, clip_epsilon):
+    new, old = ratio_inputs(new_log_probs, old_log_probs)
+    epsilon = check_positive("clip_epsilon", clip_epsilon)
+    with torch.no_grad():
+        logratio = new - old
+        ratio = logratio.exp()
+        fraction = ((ratio - 1.0).abs() > epsilon).float().mean()
+    return like_inputs(fraction, new_log_probs, old_log_probs)

@@ -1,0 +1,25 @@
+"""The four clipped-surrogate terms computed in float64 and cast back to the inputs' promoted dtype.
+
+Valid: the same formulas with more precision on the way; every output has the documented dtype and shape, old
+log-probs and advantages stay detached, and the casts keep gradient into ``new_log_probs``.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from kata.arrays import like_inputs
+from kata.contracts.clipped_surrogate import surrogate_inputs
+
+
+def clipped_surrogate_terms(new_log_probs, old_log_probs, advantages, clip_epsilon):
+    new, old, adv, epsilon = surrogate_inputs(new_log_probs, old_log_probs, advantages, clip_epsilon)
+    dtype = new.dtype
+    wide = torch.float64
+    ratio = torch.exp(new.to(wide) - old.detach().to(wide))
+    adv_wide = adv.detach().to(wide)
+    unclipped = ratio * adv_wide
+    clipped = ratio.clamp(1.0 - epsilon, 1.0 + epsilon) * adv_wide
+    pessimistic = torch.where(unclipped <= clipped, unclipped, clipped)
+    terms = tuple(t.to(dtype) for t in (ratio, unclipped, clipped, pessimistic))
+    return like_inputs(terms, new_log_probs, old_log_probs, advantages)

@@ -1,0 +1,21 @@
+"""The clipped value loss with the clipped prediction chosen by ``torch.where`` instead of ``clamp``.
+
+Valid: ``V_old + clip(V - V_old, -ε, ε)`` is ``V`` where ``|V - V_old| <= ε`` and ``V_old ± ε`` beyond; the max of the
+two squared errors and the factor 0.5 are the documented ones. Gradient reaches ``values`` only.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from kata.arrays import like_inputs
+from kata.contracts.clipped_surrogate import value_inputs
+
+
+def clipped_value_loss(values, old_values, returns, clip_epsilon):
+    new, old, target, epsilon = value_inputs(values, old_values, returns, clip_epsilon)
+    old, target = old.detach(), target.detach()
+    step = new - old
+    clipped_prediction = torch.where(step > epsilon, old + epsilon, torch.where(step < -epsilon, old - epsilon, new))
+    losses = torch.maximum((new - target) ** 2, (clipped_prediction - target) ** 2)
+    return like_inputs(losses.mean() / 2, values, old_values, returns)

@@ -1,0 +1,28 @@
+"""GAE without a Python loop: ``A = M δ`` with ``M[t, s] = (γλ)^(s - t)`` while no trace cut lies in ``[t, s)``.
+
+Valid: unrolling ``A_t = δ_t + γλ (1 - cut_t) A_{t+1}`` gives exactly this sum; two records share a trace when the
+count of cuts strictly before each is equal. The sums run in another order, so only the last bits may differ.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from kata.arrays import like_inputs
+from kata.contracts.gae import gae_inputs
+
+
+def gae_advantages(rewards, values, next_values, terminated, trace_cuts, gamma, gae_lambda):
+    x = gae_inputs(rewards, values, next_values, terminated, trace_cuts, gamma, gae_lambda)
+    deltas = x.rewards + x.gamma * x.next_values * (~x.terminated).to(x.rewards.dtype) - x.values
+    columns = deltas if deltas.ndim == 2 else deltas[:, None]
+    cuts = (x.trace_cuts if x.trace_cuts.ndim == 2 else x.trace_cuts[:, None]).to(torch.int64)
+    steps = columns.shape[0]
+    time = torch.arange(steps)
+    cuts_before = torch.cumsum(cuts, dim=0) - cuts
+    reachable = (time[None, :] >= time[:, None])[:, :, None] & (cuts_before[:, None, :] == cuts_before[None, :, :])
+    decay = torch.tensor(x.gamma * x.gae_lambda, dtype=columns.dtype)
+    powers = torch.pow(decay, (time[None, :] - time[:, None]).clamp(min=0))[:, :, None]
+    weights = torch.where(reachable, powers, columns.new_zeros(()))
+    advantages = torch.einsum("tsn,sn->tn", weights, columns)
+    return like_inputs(advantages if deltas.ndim == 2 else advantages[:, 0], rewards, values, next_values)

@@ -1,0 +1,27 @@
+"""GAE computed in float64 and cast back to the promoted dtype of the inputs.
+
+Valid: the same recursion in more precision than the contract asks; the result has the promoted floating dtype of
+the three value arrays, as documented, and the casts keep autograd.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from kata.arrays import like_inputs
+from kata.contracts.gae import gae_inputs
+
+
+def gae_advantages(rewards, values, next_values, terminated, trace_cuts, gamma, gae_lambda):
+    x = gae_inputs(rewards, values, next_values, terminated, trace_cuts, gamma, gae_lambda)
+    wide = torch.float64
+    deltas = (x.rewards.to(wide) + x.gamma * x.next_values.to(wide) * (~x.terminated).to(wide)
+              - x.values.to(wide))
+    carries = (~x.trace_cuts).to(wide)
+    advantages = []
+    following = torch.zeros_like(deltas[0])
+    for t in reversed(range(deltas.shape[0])):
+        following = deltas[t] + x.gamma * x.gae_lambda * carries[t] * following
+        advantages.append(following)
+    result = torch.stack(advantages[::-1]).to(x.rewards.dtype)
+    return like_inputs(result, rewards, values, next_values)

@@ -1,0 +1,19 @@
+"""The surrogate loss computed in float64 and cast back to the inputs' dtype, as code written for numerical care does.
+
+Valid: ``-mean(log π · A)`` with A detached, in more precision than the contract needs; the result has the promoted
+dtype of the inputs, and gradient reaches ``log_probs`` through the casts.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from kata.arrays import like_inputs
+from kata.contracts.reinforce import surrogate_inputs
+
+
+def reinforce_surrogate_loss(log_probs, advantages):
+    log_probs_t, advantages_t = surrogate_inputs(log_probs, advantages)
+    product = log_probs_t.to(torch.float64) * advantages_t.detach().to(torch.float64)
+    loss = -(product.sum() / product.numel())
+    return like_inputs(loss.to(log_probs_t.dtype), log_probs, advantages)

@@ -1,0 +1,20 @@
+"""Token log-probs as ``-cross_entropy(logits, labels, reduction="none")``, as many training loops write them.
+
+Valid: cross entropy with one label is ``-log_softmax(logits)[label]``; the logits at positions ``0 .. T-2`` are scored
+against the labels ``input_ids[:, 1:]``, so column j is the log-prob of token j + 1, in the logits' dtype.
+"""
+
+from __future__ import annotations
+
+import torch.nn.functional as F
+
+from kata.arrays import like_inputs
+from kata.contracts.response_masks import token_log_prob_inputs
+
+
+def token_log_probs(logits, input_ids):
+    scores, ids = token_log_prob_inputs(logits, input_ids)
+    predicting = scores[:, :-1]  # [B, T-1, V]
+    labels = ids[:, 1:]
+    log_probs = -F.cross_entropy(predicting.transpose(1, 2), labels, reduction="none")
+    return like_inputs(log_probs, logits, input_ids)

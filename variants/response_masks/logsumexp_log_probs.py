@@ -1,0 +1,19 @@
+"""Token log-probs as the gathered logit minus ``logsumexp`` over the vocabulary, computed on the shifted slice.
+
+Valid: ``log_softmax(z)[y] = z[y] - logsumexp(z)``; slicing the last position off before normalising rather than
+after changes nothing but speed.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from kata.arrays import like_inputs
+from kata.contracts.response_masks import token_log_prob_inputs
+
+
+def token_log_probs(logits, input_ids):
+    scores, ids = token_log_prob_inputs(logits, input_ids)
+    predicting = scores[:, :-1]
+    chosen = predicting.gather(-1, ids[:, 1:, None]).squeeze(-1)
+    return like_inputs(chosen - torch.logsumexp(predicting, dim=-1), logits, input_ids)

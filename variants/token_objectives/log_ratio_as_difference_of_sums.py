@@ -1,0 +1,20 @@
+"""The sequence log-ratio as ``log π_new(y) - log π_old(y)``: each response's summed log-probs, then the difference.
+
+Valid: the log of a product of token ratios is the sum of new log-probs minus the sum of old ones over the response;
+masked positions are set to 0 before summing, so whatever they hold adds nothing.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from kata.arrays import like_inputs
+from kata.contracts.token_objectives import token_log_prob_pair
+
+
+def sequence_log_probability_ratio(new_log_probs, old_log_probs, mask):
+    new, old, bool_mask = token_log_prob_pair(new_log_probs, old_log_probs, mask)
+    zero = new.new_zeros(())
+    new_total = torch.where(bool_mask, new, zero).sum(dim=1)
+    old_total = torch.where(bool_mask, old, zero).sum(dim=1)
+    return like_inputs(new_total - old_total, new_log_probs, old_log_probs, mask)
