@@ -87,7 +87,8 @@ def classify(error: BaseException) -> tuple[str, str]:
             if isinstance(leaf, wanted):
                 kind = KIND_TIMEOUT if wanted is TestTimeout else KIND_IMPORT_ERROR
                 return kind, _one_line(str(leaf))
-    leaf = leaves[0]
+    # A genuine failure comes first, before any stub's line among the same test's errors.
+    leaf = next((leaf for leaf in leaves if not is_stub_error(leaf)), leaves[0])
     text = str(leaf)
     if is_stub_error(leaf):
         return KIND_NOT_IMPLEMENTED, _one_line(text)

@@ -8,7 +8,8 @@ Two sources, both cheap to read (this module imports neither torch nor pytest, s
   ``$KATA_PROGRESS``), each concept's results stamped with a fingerprint of the files they depend on. A result
   whose fingerprint no longer matches is stale: the student changed the code since, and the state says so.
 
-A concept's state is one of: ``not started``, ``failing k of n``, ``passing k, m not run yet``, ``done``,
+A concept's state is one of: ``not started``, ``failing k of n``, ``passing k, m not run yet``, ``fast tests green;
+`kata check NAME --slow` trains the agent, and grading runs it``, ``done``,
 ``changed since last check``, ``not checked yet``, ``missing``, ``syntax error``. ``done`` means every test of the
 concept that is not marked ``slow`` has passed on the current code (slow integration tests count only when run,
 with ``kata check --slow``); a concept that failed any test it ran is not done.
@@ -197,6 +198,10 @@ class ConceptRecord:
         not_run = sum(1 for t in self.tests.values() if t.outcome is None and not t.slow)
         return passed, failed, not_run
 
+    def slow_not_run(self) -> int:
+        """How many slow (training) tests are known and have not run on this code."""
+        return sum(1 for t in self.tests.values() if t.outcome is None and t.slow)
+
     def first_failure(self) -> str:
         return next((t.message for t in self.tests.values() if t.outcome == "failed" and t.message), "")
 
@@ -288,13 +293,16 @@ def concept_state(
         return ConceptState(concept, f"missing ({module.parent.name}/{module.name} does not exist)", done=False)
     if source.syntax_error:
         return ConceptState(concept, f"syntax error ({source.syntax_error})", done=False)
-    if source.not_started:
+    record = records.get(concept.name)
+    current = record is not None and record.fingerprint == fingerprint(concept.name, exercises_dir, tests_dir)
+    # An untouched stub can still pass a test (one that checks the arguments before the stub raises): any passing
+    # test of the current code makes the concept "failing k of n", never "not started".
+    if source.not_started and not (current and record.counts()[0]):
         return ConceptState(concept, "not started", done=False)
     stubs_left = f" ({len(source.stubs)} stub{'s' if len(source.stubs) != 1 else ''} left)" if source.stubs else ""
-    record = records.get(concept.name)
     if record is None:
         return ConceptState(concept, "not checked yet" + stubs_left, done=False)
-    if record.fingerprint != fingerprint(concept.name, exercises_dir, tests_dir):
+    if not current:
         return ConceptState(concept, "changed since last check" + stubs_left, done=False)
     passed, failed, not_run = record.counts()
     counts = dict(passed=passed, failed=failed, not_run=not_run)
@@ -303,7 +311,14 @@ def concept_state(
         return ConceptState(concept, label, done=False, message=record.first_failure(), **counts)
     if not_run or not passed:
         return ConceptState(concept, f"passing {passed}, {not_run} not run yet", done=False, **counts)
+    if record.slow_not_run():
+        return ConceptState(concept, slow_not_run_label(concept), done=True, **counts)
     return ConceptState(concept, "done", done=True, **counts)
+
+
+def slow_not_run_label(concept: Concept) -> str:
+    """What a concept whose fast tests all pass, and whose slow (training) tests have not run, says."""
+    return f"fast tests green; `kata check {concept.name} --slow` trains the agent, and grading runs it"
 
 
 def all_states(
