@@ -260,6 +260,9 @@ CONCEPTS: tuple[Concept, ...] = (
         ),
         variants=(
             Variant("argsort_permutation", "the epoch's permutation as argsort of uniform noise"),
+            Variant("cleanrl_policy_loss", "CleanRL's policy loss max(-A r, -A clip(r)) inside the update"),
+            Variant("float64_masks", "the GAE masks and bootstrap values in float64 arithmetic, cast back"),
+            Variant("numpy_permutation", "each epoch's permutation drawn by NumPy from a seed taken off the generator"),
         ),
     ),
     Concept(
@@ -388,6 +391,12 @@ CONCEPTS: tuple[Concept, ...] = (
             Mistake("prompt_tokens_in_loss", "every non-padding label is scored, prompt tokens included", hint=4),
             Mistake("objective_returned_as_loss", "the objective to maximise is minimised: good responses become "
                     "less likely", hint=4),
+        ),
+        variants=(
+            Variant("cross_entropy_log_probs", "the loss's token log-probs as -cross_entropy(logits, labels)"),
+            Variant("gumbel_max_sampling", "each next token drawn by the Gumbel-max trick"),
+            Variant("inverse_cdf_sampling", "each next token drawn by inverse-CDF sampling"),
+            Variant("vectorised_rloo", "RLOO advantages in closed form, G / (G - 1) times the centred rewards"),
         ),
     ),
 )
