@@ -1,27 +1,14 @@
-"""The PPO loop's frame: configuration, rollout storage, evaluation, logging, and the loop itself.
+"""The PPO loop's frame: its configuration, the loop itself (:func:`run_ppo`), and what reads its results.
 
-The loop :func:`run_ppo` is the same for every implementation: it receives the concept functions the student writes
+:func:`run_ppo` is the same for every implementation: it receives the concept functions the student writes
 (``gae_masks``, ``bootstrap_values``, ``gae_advantages``, ``ppo_update``) as arguments, so ``exercises.train_ppo``
 trains with the student's code and ``solutions.train_ppo`` with the reference. It never imports ``solutions``.
+One update reads top to bottom in it: rollout, valuing, GAE, the update, logging, evaluation. The few things done
+for speed (a NumPy copy of the actor for acting, evaluations batched together, and the Adam it uses) live in
+:mod:`kata.fast`, whose docstring gives what each one saves.
 
-One update of the loop:
-
-1. collect ``rollout_steps`` steps from ``num_envs`` CartPoles with the current policy (a NumPy snapshot of the
-   actor, so acting costs no autograd); keep ``terminated``, ``truncated`` and the buffer's end distinct and keep the
-   observation that ended each episode;
-2. value everything in one batched pass: ``V(s_t)``, ``V(final observation)`` where an episode ended, and
-   ``V(last observation)`` for the buffer's end; the old log-probabilities ``log π_old(a_t|s_t)`` likewise;
-3. ``gae_masks`` and ``bootstrap_values`` (student) turn the flags into GAE's two masks and ``V(s_{t+1})``;
-   ``gae_advantages`` (student) gives the advantages, and the returns are ``advantages + values``;
-4. ``ppo_update`` (student) runs the epochs of minibatches on the flattened batch;
-5. every ``evaluation_every`` updates, and after the last, a greedy evaluation on separate environments of the policy
-   as it is after that update. The policies wait (as NumPy snapshots) and are evaluated together, up to
-   ``evaluations_per_batch`` at a time: stepping ten policies' environments in one NumPy call costs about as much as
-   stepping one's, and a good policy's evaluation is 500 steps long.
-
-Every random choice comes from generators derived from ``config.seed`` (NumPy for environments and action sampling,
-``torch.Generator`` for initialisation and minibatch shuffles), and torch runs on ``config.torch_threads`` threads
-for the run, so a seed reproduces the history bit for bit.
+Every random choice comes from generators derived from ``config.seed``, and torch runs on ``config.torch_threads``
+threads for the run, so a seed reproduces the history bit for bit.
 """
 
 from __future__ import annotations
@@ -37,10 +24,10 @@ import numpy as np
 import torch
 
 from kata.arrays import check_choice, check_integer, check_non_negative, check_positive, check_probability
-from kata.cartpole import ACTION_COUNT, MAX_EPISODE_STEPS, OBSERVATION_SIZE, CartPoleBatch, step_states
+from kata.cartpole import ACTION_COUNT, MAX_EPISODE_STEPS, OBSERVATION_SIZE, CartPoleBatch
+from kata.fast import Adam, DeferredEvaluation, PolicySnapshot
 from kata.manifest import PROFILES
-from kata.networks import Actor, Critic, PolicySnapshot, action_log_probs
-from kata.optim import Adam
+from kata.networks import Actor, Critic, action_log_probs
 from kata.runtime import torch_threads
 
 SOLVED_RETURN = 475.0  # CartPole-v1's published "solved" threshold, on the 500-step ceiling
@@ -128,7 +115,7 @@ def profile_config(mode: str, seed: int = 0) -> PPOConfig:
     return PPOConfig(seed=seed, total_steps=49_152, evaluation_every=4)
 
 
-# ---- rollout storage -------------------------------------------------------------------------------------------
+# ---- the loop --------------------------------------------------------------------------------------------------
 
 
 class RolloutBatch(NamedTuple):
@@ -146,132 +133,6 @@ class RolloutBatch(NamedTuple):
     returns: torch.Tensor
 
 
-@dataclass
-class Rollout:
-    """Time-major storage of one rollout: ``T = rollout_steps`` rows, ``N = num_envs`` columns.
-
-    ``observations[t]`` is where action ``actions[t]`` was taken. ``terminated[t]`` / ``truncated[t]``: the episode
-    ended at step t by the task / by the time limit (both can hold). ``final_observations[t]`` is the observation
-    that ended the episode where one ended (zeros elsewhere): after an autoreset ``observations[t + 1]`` is the next
-    episode's first observation instead. ``last_observations`` ``[N, 4]`` follow the buffer's last step.
-    """
-
-    observations: np.ndarray  # float32 [T, N, 4]
-    actions: np.ndarray  # int64 [T, N]
-    rewards: np.ndarray  # float64 [T, N]
-    terminated: np.ndarray  # bool [T, N]
-    truncated: np.ndarray  # bool [T, N]
-    final_observations: np.ndarray  # float32 [T, N, 4]
-    last_observations: np.ndarray  # float32 [N, 4]
-    episode_returns: list[float]
-
-
-def collect_rollout(env: CartPoleBatch, observations: np.ndarray, policy: PolicySnapshot, steps: int,
-                    rng: np.random.Generator, timer: dict[str, float]) -> Rollout:
-    """Run ``policy``'s stochastic actions for ``steps`` steps from ``observations``; time env and acting apart."""
-    n = env.num_envs
-    stored = np.empty((steps, n, OBSERVATION_SIZE), dtype=np.float32)
-    actions = np.empty((steps, n), dtype=np.int64)
-    rewards = np.empty((steps, n))
-    terminated = np.empty((steps, n), dtype=bool)
-    truncated = np.empty((steps, n), dtype=bool)
-    finals = np.zeros((steps, n, OBSERVATION_SIZE), dtype=np.float32)
-    episode_returns: list[float] = []
-    uniforms = rng.random((steps, n))
-    for t in range(steps):
-        started = time.perf_counter()
-        stored[t] = observations
-        probabilities = policy.probabilities(observations)
-        # Inverse-CDF sampling from one uniform per environment.
-        cumulative = np.cumsum(probabilities, axis=-1)[:, :-1]
-        actions[t] = (uniforms[t][:, None] >= cumulative).sum(axis=-1)
-        acted = time.perf_counter()
-        observations, rewards[t], terminated[t], truncated[t], info = env.step(actions[t])
-        if "final_observation" in info:
-            done = terminated[t] | truncated[t]
-            finals[t][done] = info["final_observation"][done]
-            episode_returns.extend(info["episode_returns"][done].tolist())
-        timer["acting"] += acted - started
-        timer["environment"] += time.perf_counter() - acted
-    return Rollout(stored, actions, rewards, terminated, truncated, finals, observations, episode_returns)
-
-
-def value_rollout(rollout: Rollout, actor: Actor, critic: Critic) -> dict[str, torch.Tensor]:
-    """One batched pass: old log-probs, ``V(s_t)``, ``V(final observation)`` and ``V(last observation)``.
-
-    Returns float32 tensors ``log_probs`` ``[T, N]``, ``values`` ``[T, N]``, ``final_values`` ``[T, N]`` (0 where no
-    episode ended) and ``last_values`` ``[N]``.
-    """
-    steps, n = rollout.actions.shape
-    done = rollout.terminated | rollout.truncated
-    with torch.no_grad():
-        observations = torch.from_numpy(rollout.observations.reshape(steps * n, OBSERVATION_SIZE))
-        logits = actor(observations)
-        log_probs = action_log_probs(logits, torch.from_numpy(rollout.actions.reshape(-1))).reshape(steps, n)
-        extra = np.concatenate([rollout.final_observations[done], rollout.last_observations])
-        all_values = critic(torch.cat([observations, torch.from_numpy(extra)]))
-        values = all_values[: steps * n].reshape(steps, n)
-        final_values = torch.zeros(steps, n)
-        final_values[torch.from_numpy(done)] = all_values[steps * n: steps * n + int(done.sum())]
-        last_values = all_values[steps * n + int(done.sum()):]
-    return {"log_probs": log_probs, "values": values, "final_values": final_values, "last_values": last_values}
-
-
-# ---- evaluation ------------------------------------------------------------------------------------------------
-
-
-def evaluate_greedy(actor: Actor, episodes: int, seed: int, max_episode_steps: int = MAX_EPISODE_STEPS,
-                    ) -> np.ndarray:
-    """Returns of ``episodes`` greedy (argmax) episodes, run side by side on separate environments.
-
-    The environments are seeded with ``seed, seed + 1, ...`` so every call with the same actor gives the same
-    returns. Returns float64 ``[episodes]``, each at most ``max_episode_steps``.
-    """
-    return evaluate_policies([actor.snapshot()], episodes, seed, max_episode_steps)[0]
-
-
-def evaluate_policies(policies: Sequence[PolicySnapshot], episodes: int, seed: int,
-                      max_episode_steps: int = MAX_EPISODE_STEPS) -> np.ndarray:
-    """Greedy returns of several policies at once: float64 ``[len(policies), episodes]``.
-
-    Every policy plays the same ``episodes`` starts (environments seeded ``seed, seed + 1, ...``), and row p equals
-    ``evaluate_greedy`` of policy p bit for bit. All of them step together: a NumPy call on a few dozen numbers
-    costs its overhead, not its arithmetic, so ten policies take little longer than one. A good policy runs
-    ``max_episode_steps`` steps, and a run evaluates dozens of times, so this is a large share of a smoke run.
-    """
-    check_integer("episodes", episodes, 1)
-    check_integer("max_episode_steps", max_episode_steps, 1)
-    if len(policies) == 0:
-        raise ValueError("policies must hold at least one PolicySnapshot")
-    count = len(policies)
-    policy = PolicySnapshot.stack(policies)
-    env = CartPoleBatch(episodes, max_episode_steps=max_episode_steps)
-    env.reset(seed=seed)
-    # The batch's own dynamics without its autoreset bookkeeping; row p * episodes + e is policy p's episode e.
-    states = np.tile(env.states, (count, 1))
-    returns = np.zeros(count * episodes)
-    running = np.ones(count * episodes, dtype=bool)
-    for _ in range(max_episode_steps):
-        observations = states.astype(np.float32).reshape(count, episodes, OBSERVATION_SIZE)
-        states, terminated = step_states(states, policy(observations).reshape(-1))
-        returns += running  # +1 for every step an episode is still running, the terminating one included
-        running &= ~terminated
-        if not running.any():
-            break
-    return returns.reshape(count, episodes)
-
-
-def explained_variance(predictions: torch.Tensor, targets: torch.Tensor) -> float:
-    """``1 - Var(targets - predictions) / Var(targets)``: 1 is perfect, 0 no better than a constant; NaN if
-    the targets do not vary."""
-    variance = float(targets.var(unbiased=False))
-    if variance == 0.0:
-        return math.nan
-    return 1.0 - float((targets - predictions).var(unbiased=False)) / variance
-
-
-# ---- the loop --------------------------------------------------------------------------------------------------
-
 HISTORY_KEYS = (
     "update", "environment_steps", "learning_rate", "policy_loss", "value_loss", "entropy", "approx_kl",
     "active_clip_fraction", "ratio_outside_fraction", "grad_norm", "epochs_completed", "explained_variance",
@@ -279,13 +140,6 @@ HISTORY_KEYS = (
 )
 UPDATE_DIAGNOSTICS = ("policy_loss", "value_loss", "entropy", "approx_kl", "active_clip_fraction",
                       "ratio_outside_fraction", "grad_norm", "epochs_completed")
-
-
-def _seeds(seed: int) -> dict[str, int]:
-    # Independent streams for independent purposes, so changing one (say, evaluation) never shifts another.
-    names = ("environment", "acting", "initialisation", "shuffling", "evaluation")
-    children = np.random.SeedSequence(seed).spawn(len(names))
-    return {name: int(child.generate_state(1, dtype=np.uint32)[0]) for name, child in zip(names, children)}
 
 
 def run_ppo(
@@ -308,105 +162,148 @@ def run_ppo(
     """
     if not isinstance(config, PPOConfig):
         raise ValueError(f"config must be a PPOConfig (see profile_config); got {type(config).__name__}")
+    # On config.torch_threads threads (one by default): tiny networks run fastest so, and float sums keep one order.
     with torch_threads(config.torch_threads):
-        return _run(config, gae_masks, bootstrap_values, gae_advantages, ppo_update, progress)
+        started = time.perf_counter()
+        timer = {"environment": 0.0, "acting": 0.0, "update": 0.0, "evaluation": 0.0}
+        # Independent random streams for independent purposes, all from the one seed, so that changing one (say,
+        # evaluation) never shifts another: NumPy for the environments and the actions, torch for the rest.
+        names = ("environment", "acting", "initialisation", "shuffling", "evaluation")
+        children = np.random.SeedSequence(config.seed).spawn(len(names))
+        seeds = {name: int(child.generate_state(1, dtype=np.uint32)[0]) for name, child in zip(names, children)}
+        init_generator = torch.Generator().manual_seed(seeds["initialisation"])
+        actor = Actor(OBSERVATION_SIZE, ACTION_COUNT, config.hidden_sizes, init_generator)
+        critic = Critic(OBSERVATION_SIZE, config.hidden_sizes, init_generator)
+        # One optimizer over both networks, so that one gradient-norm clip covers both.
+        optimizer = Adam([*actor.parameters(), *critic.parameters()], lr=config.learning_rate,
+                         eps=config.adam_epsilon)
+        shuffle_generator = torch.Generator().manual_seed(seeds["shuffling"])
+        acting_rng = np.random.default_rng(seeds["acting"])
+        env = CartPoleBatch(config.num_envs, max_episode_steps=config.max_episode_steps)
+        observations, _ = env.reset(seed=seeds["environment"])
+        evaluations = DeferredEvaluation(config.evaluation_episodes, seeds["evaluation"], config.max_episode_steps,
+                                         config.evaluations_per_batch)
+        steps, n = config.rollout_steps, config.num_envs
+        rows: list[dict[str, Any]] = []
 
+        for update in range(1, config.num_updates + 1):
+            # The learning rate falls linearly, from its full value at the first update towards 0 after the last.
+            learning_rate = config.learning_rate
+            if config.anneal_learning_rate:
+                learning_rate *= 1.0 - (update - 1) / config.num_updates
+            for group in optimizer.param_groups:
+                group["lr"] = learning_rate
 
-def _run(config: PPOConfig, gae_masks, bootstrap_values, gae_advantages, ppo_update, progress) -> dict[str, Any]:
-    started = time.perf_counter()
-    seeds = _seeds(config.seed)
-    timer = {"environment": 0.0, "acting": 0.0, "update": 0.0, "evaluation": 0.0}
-    init_generator = torch.Generator().manual_seed(seeds["initialisation"])
-    actor = Actor(OBSERVATION_SIZE, ACTION_COUNT, config.hidden_sizes, init_generator)
-    critic = Critic(OBSERVATION_SIZE, config.hidden_sizes, init_generator)
-    optimizer = Adam([*actor.parameters(), *critic.parameters()], lr=config.learning_rate, eps=config.adam_epsilon)
-    shuffle_generator = torch.Generator().manual_seed(seeds["shuffling"])
-    acting_rng = np.random.default_rng(seeds["acting"])
-    env = CartPoleBatch(config.num_envs, max_episode_steps=config.max_episode_steps)
-    observations, _ = env.reset(seed=seeds["environment"])
-    rows: list[dict[str, Any]] = []
-    waiting: list[tuple[int, PolicySnapshot]] = []  # (row, policy after that update), not evaluated yet
-    delivered = 0  # rows handed to ``progress``: only complete ones, in order
-    evaluation = np.full(config.evaluation_episodes, np.nan)
-    steps_done = 0
+            # 1. Rollout: `steps` steps of the n environments with the current policy's sampled actions, stored
+            # time-major (row t is step t of every environment). An environment that ends an episode resets itself,
+            # so the next stored observation is the next episode's first: the one that ended the episode is kept
+            # apart, in final_observations (zeros where no episode ended). Termination (the pole fell, the cart
+            # left) and truncation (the time limit) stay apart too: both can hold at once.
+            buffer = np.empty((steps, n, OBSERVATION_SIZE), dtype=np.float32)  # where actions[t] was taken
+            actions = np.empty((steps, n), dtype=np.int64)
+            rewards = np.empty((steps, n))
+            terminated = np.empty((steps, n), dtype=bool)
+            truncated = np.empty((steps, n), dtype=bool)
+            final_observations = np.zeros((steps, n, OBSERVATION_SIZE), dtype=np.float32)
+            episode_returns: list[float] = []
+            policy = PolicySnapshot(actor)  # the actor's weights in NumPy, for acting (see kata.fast)
+            uniforms = acting_rng.random((steps, n))  # one uniform per action, drawn for the whole rollout at once
+            for t in range(steps):
+                acting_started = time.perf_counter()
+                buffer[t] = observations
+                # Inverse-CDF sampling: the action is how many cumulative probabilities the uniform reaches.
+                cumulative = np.cumsum(policy.probabilities(observations), axis=-1)[:, :-1]
+                actions[t] = (uniforms[t][:, None] >= cumulative).sum(axis=-1)
+                environment_started = time.perf_counter()
+                observations, rewards[t], terminated[t], truncated[t], info = env.step(actions[t])
+                if "final_observation" in info:
+                    done = terminated[t] | truncated[t]
+                    final_observations[t][done] = info["final_observation"][done]
+                    episode_returns.extend(info["episode_returns"][done].tolist())
+                timer["acting"] += environment_started - acting_started
+                timer["environment"] += time.perf_counter() - environment_started
+            steps_done = update * config.batch_size
 
-    for update in range(1, config.num_updates + 1):
-        learning_rate = config.learning_rate
-        if config.anneal_learning_rate:
-            learning_rate *= 1.0 - (update - 1) / config.num_updates
-        for group in optimizer.param_groups:
-            group["lr"] = learning_rate
+            # 2. Value everything in one pass without gradient: the old log-probabilities log π_old(a_t|s_t), and
+            # from one critic call V(s_t), V(final observation) where an episode ended, and V(last observation),
+            # where the buffer's last step leads.
+            update_started = time.perf_counter()
+            done = terminated | truncated
+            ended = int(done.sum())
+            with torch.no_grad():
+                flat_observations = torch.from_numpy(buffer.reshape(steps * n, OBSERVATION_SIZE))
+                flat_actions = torch.from_numpy(actions.reshape(-1))
+                old_log_probs = action_log_probs(actor(flat_observations), flat_actions)
+                after = torch.from_numpy(np.concatenate([final_observations[done], observations]))
+                all_values = critic(torch.cat([flat_observations, after]))
+                values = all_values[: steps * n].reshape(steps, n)
+                final_values = torch.zeros(steps, n)
+                final_values[torch.from_numpy(done)] = all_values[steps * n: steps * n + ended]
+                last_values = all_values[steps * n + ended:]
 
-        rollout = collect_rollout(env, observations, actor.snapshot(), config.rollout_steps, acting_rng, timer)
-        observations = rollout.last_observations
-        steps_done += config.batch_size
+            # 3. GAE, with the student's functions: the flags become GAE's two masks and V(s_{t+1}), then the
+            # advantages; the returns the critic regresses on are advantages + V(s_t).
+            terminated_mask, trace_cuts = gae_masks(torch.from_numpy(terminated), torch.from_numpy(truncated))
+            next_values = bootstrap_values(values, final_values, last_values, torch.from_numpy(terminated),
+                                           torch.from_numpy(truncated))
+            advantages = gae_advantages(torch.from_numpy(rewards).float(), values, next_values, terminated_mask,
+                                        trace_cuts, config.gamma, config.gae_lambda)
+            # Plain float32 data for the update, whatever the student's function returned (NumPy, a tensor with grad).
+            advantages = torch.as_tensor(advantages, dtype=torch.float32).detach()
+            returns = advantages + values
 
-        update_started = time.perf_counter()
-        valued = value_rollout(rollout, actor, critic)
-        terminated_mask, trace_cuts = gae_masks(torch.from_numpy(rollout.terminated),
-                                                torch.from_numpy(rollout.truncated))
-        next_values = bootstrap_values(valued["values"], valued["final_values"], valued["last_values"],
-                                       torch.from_numpy(rollout.terminated), torch.from_numpy(rollout.truncated))
-        advantages = gae_advantages(torch.from_numpy(rollout.rewards).float(), valued["values"], next_values,
-                                    terminated_mask, trace_cuts, config.gamma, config.gae_lambda)
-        advantages = torch.as_tensor(advantages, dtype=torch.float32).detach()
-        returns = advantages + valued["values"]
-        batch = RolloutBatch(
-            observations=torch.from_numpy(rollout.observations.reshape(-1, OBSERVATION_SIZE)),
-            actions=torch.from_numpy(rollout.actions.reshape(-1)),
-            old_log_probs=valued["log_probs"].reshape(-1),
-            old_values=valued["values"].reshape(-1),
-            advantages=advantages.reshape(-1),
-            returns=returns.reshape(-1),
-        )
-        diagnostics = ppo_update(
-            actor, critic, optimizer, batch,
-            epochs=config.epochs, minibatch_size=config.minibatch_size, clip_epsilon=config.clip_epsilon,
-            value_clip_epsilon=config.value_clip_epsilon, value_coefficient=config.value_coefficient,
-            entropy_coefficient=config.entropy_coefficient, max_grad_norm=config.max_grad_norm,
-            normalize_advantages=config.normalize_advantages, target_kl=config.target_kl,
-            generator=shuffle_generator,
-        )
-        timer["update"] += time.perf_counter() - update_started
+            # 4. PPO's update, the student's function: epochs of shuffled minibatches on the flattened batch.
+            batch = RolloutBatch(observations=flat_observations, actions=flat_actions, old_log_probs=old_log_probs,
+                                 old_values=values.reshape(-1), advantages=advantages.reshape(-1),
+                                 returns=returns.reshape(-1))
+            diagnostics = ppo_update(
+                actor, critic, optimizer, batch,
+                epochs=config.epochs, minibatch_size=config.minibatch_size, clip_epsilon=config.clip_epsilon,
+                value_clip_epsilon=config.value_clip_epsilon, value_coefficient=config.value_coefficient,
+                entropy_coefficient=config.entropy_coefficient, max_grad_norm=config.max_grad_norm,
+                normalize_advantages=config.normalize_advantages, target_kl=config.target_kl,
+                generator=shuffle_generator,
+            )
+            timer["update"] += time.perf_counter() - update_started
 
-        row: dict[str, Any] = {
-            "update": update,
-            "environment_steps": steps_done,
-            "learning_rate": learning_rate,
-            **{key: float(diagnostics[key]) for key in UPDATE_DIAGNOSTICS},
-            "explained_variance": explained_variance(batch.old_values, batch.returns),
-            "training_episode_return": float(np.mean(rollout.episode_returns)) if rollout.episode_returns
-            else math.nan,
-            "evaluation_mean": math.nan,
-            "evaluation_std": math.nan,
-        }
-        row["wall_time"] = time.perf_counter() - started
-        rows.append(row)
-        if update % config.evaluation_every == 0 or update == config.num_updates:
-            waiting.append((len(rows) - 1, actor.snapshot()))
-        if waiting and (len(waiting) == config.evaluations_per_batch or update == config.num_updates):
+            # 5. Log the update. Explained variance 1 - Var(returns - V) / Var(returns): 1 is a perfect critic,
+            # 0 one no better than a constant (NaN if the returns do not vary).
+            returns_variance = float(batch.returns.var(unbiased=False))
+            explained_variance = math.nan if returns_variance == 0.0 else 1.0 - float(
+                (batch.returns - batch.old_values).var(unbiased=False)) / returns_variance
+            row: dict[str, Any] = {
+                "update": update,
+                "environment_steps": steps_done,
+                "learning_rate": learning_rate,
+                **{key: float(diagnostics[key]) for key in UPDATE_DIAGNOSTICS},
+                "explained_variance": explained_variance,
+                "training_episode_return": float(np.mean(episode_returns)) if episode_returns else math.nan,
+                "evaluation_mean": math.nan,
+                "evaluation_std": math.nan,
+                "wall_time": time.perf_counter() - started,
+            }
+            rows.append(row)
+
+            # 6. Every evaluation_every updates, and after the last, evaluate the policy as it is now: greedy
+            # (argmax) actions on evaluation_episodes separate environments, seeded alike every time. The policies
+            # wait and are evaluated together, a few at a time (see kata.fast); a row is complete once its
+            # evaluation has run.
             evaluation_started = time.perf_counter()
-            evaluated = evaluate_policies([policy for _, policy in waiting], config.evaluation_episodes,
-                                          seeds["evaluation"], config.max_episode_steps)
+            last = update == config.num_updates
+            evaluated = PolicySnapshot(actor) if update % config.evaluation_every == 0 or last else None
+            complete = evaluations.add(row, evaluated, last)
             timer["evaluation"] += time.perf_counter() - evaluation_started
-            for (index, _), episode_returns in zip(waiting, evaluated):
-                rows[index]["evaluation_mean"] = float(episode_returns.mean())
-                rows[index]["evaluation_std"] = float(episode_returns.std())
-            evaluation = evaluated[-1]
-            waiting.clear()
-        if progress is not None:
-            complete = waiting[0][0] if waiting else len(rows)
-            for complete_row in rows[delivered:complete]:
-                progress(complete_row)
-            delivered = max(delivered, complete)
+            if progress is not None:
+                for complete_row in complete:
+                    progress(complete_row)
 
-    history = {key: [row[key] for row in rows] for key in HISTORY_KEYS}
+    final_returns = evaluations.final_returns
     return {
-        "final_evaluation_mean": float(evaluation.mean()),
-        "final_evaluation_std": float(evaluation.std()),
-        "final_evaluation_returns": evaluation,
-        "history": history,
-        "environment_steps": steps_done,
+        "final_evaluation_mean": float(final_returns.mean()),
+        "final_evaluation_std": float(final_returns.std()),
+        "final_evaluation_returns": final_returns,
+        "history": {key: [row[key] for row in rows] for key in HISTORY_KEYS},
+        "environment_steps": config.num_updates * config.batch_size,
         "wall_time": time.perf_counter() - started,
         "time_split": timer,
         "config": dataclasses.asdict(config),

@@ -24,8 +24,8 @@ import torch
 
 from kata.contracts.token_objectives import REDUCTIONS
 from kata.arrays import check_choice, check_integer, check_positive, to_numpy
+from kata.fast import Adam
 from kata.manifest import PROFILES
-from kata.optim import Adam
 from kata.runtime import torch_threads
 from kata.sequence_task import (
     MAX_NEW_TOKENS,

@@ -30,7 +30,8 @@ def test_torch_is_pinned_to_its_cpu_build():
     assert "torch==2.13.0" in requirements, "requirements.txt must pin the CPU build's release"
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     torch = [d for d in project["dependencies"] if d.startswith("torch")]
-    assert torch == ["torch>=2.1,<=2.13.0"], "pyproject must not admit a newer torch than the pinned CPU build"
+    assert torch == ["torch>=2.4,<=2.13.0"], ("pyproject must not admit a newer torch than the pinned CPU build, nor "
+                                             "one older than 2.4, whose fused Adam has no CPU kernel")
 
 
 def test_ci_treats_no_tests_as_a_failure():

@@ -1,4 +1,5 @@
-"""The PPO frame (kata/ppo_frame.py, kata/networks.py): configuration, rollout storage, evaluation, aggregation."""
+"""The PPO frame (kata/ppo_frame.py, kata/networks.py, kata/fast.py): configuration, rollout storage, evaluation,
+aggregation."""
 
 from __future__ import annotations
 
@@ -9,20 +10,16 @@ import numpy as np
 import pytest
 import torch
 
-from kata.cartpole import CartPoleBatch
-from kata.networks import Actor, Critic
+from kata.fast import PolicySnapshot, evaluate_together
+from kata.networks import Actor, Critic, action_log_probs
 from kata.ppo_frame import (
     HISTORY_KEYS,
     UPDATE_DIAGNOSTICS,
     PPOConfig,
     aggregate_training_runs,
-    collect_rollout,
-    evaluate_greedy,
-    evaluate_policies,
     late_evaluation_minimum,
     profile_config,
     run_ppo,
-    value_rollout,
 )
 
 pytestmark = pytest.mark.frame
@@ -93,7 +90,7 @@ def test_networks_are_orthogonal_and_seeded():
 def test_numpy_snapshot_matches_the_actor():
     actor = Actor(4, 2, (16, 16), torch.Generator().manual_seed(1))
     observations = np.random.default_rng(0).normal(size=(7, 4)).astype(np.float32)
-    snapshot = actor.snapshot()
+    snapshot = PolicySnapshot(actor)
     with torch.no_grad():
         expected = torch.softmax(actor(torch.from_numpy(observations)), -1).numpy()
     np.testing.assert_allclose(snapshot.probabilities(observations), expected, rtol=1e-5, atol=1e-6)
@@ -101,33 +98,54 @@ def test_numpy_snapshot_matches_the_actor():
 
 
 def test_rollout_storage_keeps_final_observations_and_flags_apart():
-    env = CartPoleBatch(3, max_episode_steps=7)
-    observations, _ = env.reset(seed=5)
-    actor = Actor(4, 2, (8,), torch.Generator().manual_seed(0))
-    critic = Critic(4, (8,), torch.Generator().manual_seed(1))
-    timer = {"environment": 0.0, "acting": 0.0}
-    rollout = collect_rollout(env, observations, actor.snapshot(), 20, np.random.default_rng(0), timer)
-    done = rollout.terminated | rollout.truncated
-    assert rollout.truncated.any(), "the 7-step limit must truncate some episodes"
-    assert not np.array_equal(rollout.terminated, done), "truncation must stay distinct from termination"
+    # The loop seen through the functions it calls: what GAE's functions and the update receive from one rollout.
+    seen = {}
+
+    def spy_masks(terminated, truncated):
+        seen["terminated"], seen["truncated"] = terminated.clone(), truncated.clone()
+        return terminated, terminated | truncated
+
+    def spy_bootstrap(values, final_values, last_values, terminated, truncated):
+        seen["values"], seen["final_values"], seen["last_values"] = values, final_values, last_values
+        return values
+
+    def spy_update(actor, critic, optimizer, batch, **settings):
+        seen["batch"], seen["actor"], seen["critic"] = batch, actor, critic
+        return dict.fromkeys(UPDATE_DIAGNOSTICS, 0.0)
+
+    config = PPOConfig(seed=5, total_steps=60, num_envs=3, rollout_steps=20, max_episode_steps=7, hidden_sizes=(8,),
+                       evaluation_episodes=2)
+    run_ppo(config, gae_masks=spy_masks, bootstrap_values=spy_bootstrap,
+            gae_advantages=lambda rewards, values, *rest: torch.zeros_like(values), ppo_update=spy_update)
+    terminated, truncated = seen["terminated"].numpy(), seen["truncated"].numpy()
+    done = terminated | truncated
+    assert terminated.shape == (20, 3), "flags are time-major [rollout_steps, num_envs]"
+    assert truncated.any(), "the 7-step limit must truncate some episodes"
+    assert not np.array_equal(terminated, done), "truncation must stay distinct from termination"
+    batch = seen["batch"]
+    observations = batch.observations.reshape(20, 3, 4)
     for t, n in zip(*np.nonzero(done[:-1])):
-        assert np.all(np.abs(rollout.observations[t + 1, n]) <= 0.05), "after an end comes a reset observation"
-        assert not np.array_equal(rollout.final_observations[t, n], rollout.observations[t + 1, n])
-    assert np.all(rollout.final_observations[~done] == 0)
-    valued = value_rollout(rollout, actor, critic)
+        assert np.all(np.abs(observations[t + 1, n].numpy()) <= 0.05), "after an end comes a reset observation"
+        assert seen["final_values"][t, n] != seen["values"][t + 1, n], \
+            "where an episode ended, V(final observation) is not V(the next episode's first observation)"
+    assert np.all(seen["final_values"].numpy()[~done] == 0), "final_values are 0 where no episode ended"
     with torch.no_grad():
-        finals = critic(torch.from_numpy(rollout.final_observations[done]))
-        last = critic(torch.from_numpy(rollout.last_observations))
-    np.testing.assert_allclose(valued["final_values"][torch.from_numpy(done)].numpy(), finals.numpy(), rtol=1e-4, atol=1e-6)
-    np.testing.assert_allclose(valued["last_values"].numpy(), last.numpy(), rtol=1e-4, atol=1e-6)
-    assert valued["log_probs"].shape == (20, 3) and float(valued["log_probs"].max()) <= 0.0
+        values = seen["critic"](batch.observations).reshape(20, 3)
+        log_probs = action_log_probs(seen["actor"](batch.observations), batch.actions)
+    # The networks are the ones the update received, unchanged since the valuing pass (the spy update is a no-op).
+    np.testing.assert_allclose(seen["values"].numpy(), values.numpy(), rtol=1e-5, atol=1e-6,
+                               err_msg="values are V(s_t) of the stored observations")
+    np.testing.assert_allclose(batch.old_log_probs.numpy(), log_probs.numpy(), rtol=1e-5, atol=1e-6,
+                               err_msg="old_log_probs are log pi(a_t|s_t) of the policy that acted")
+    assert seen["last_values"].shape == (3,), "one V(last observation) per environment"
+    assert float(batch.old_log_probs.max()) <= 0.0
 
 
 def test_greedy_evaluation_is_deterministic_and_capped():
-    actor = Actor(4, 2, (8,), torch.Generator().manual_seed(3))
-    first = evaluate_greedy(actor, episodes=4, seed=9, max_episode_steps=50)
-    np.testing.assert_array_equal(first, evaluate_greedy(actor, episodes=4, seed=9, max_episode_steps=50))
-    assert first.shape == (4,) and np.all((first >= 1) & (first <= 50))
+    policy = PolicySnapshot(Actor(4, 2, (8,), torch.Generator().manual_seed(3)))
+    first = evaluate_together([policy], episodes=4, seed=9, max_episode_steps=50)
+    np.testing.assert_array_equal(first, evaluate_together([policy], episodes=4, seed=9, max_episode_steps=50))
+    assert first.shape == (1, 4) and np.all((first >= 1) & (first <= 50))
 
 
 def _actors(count: int) -> list[Actor]:
@@ -143,12 +161,14 @@ def _actors(count: int) -> list[Actor]:
 
 def test_policies_evaluated_together_score_as_each_alone():
     actors = _actors(7)
-    together = evaluate_policies([actor.snapshot() for actor in actors], episodes=3, seed=4, max_episode_steps=80)
-    alone = np.stack([evaluate_greedy(actor, episodes=3, seed=4, max_episode_steps=80) for actor in actors])
+    policies = [PolicySnapshot(actor) for actor in actors]
+    together = evaluate_together(policies, episodes=3, seed=4, max_episode_steps=80)
+    alone = np.concatenate([evaluate_together([policy], episodes=3, seed=4, max_episode_steps=80)
+                            for policy in policies])
     np.testing.assert_array_equal(together, alone)
     assert together.shape == (7, 3) and len(np.unique(together)) > 3, "the test needs policies that differ"
     with pytest.raises(ValueError, match="policies"):
-        evaluate_policies([], episodes=3, seed=4)
+        evaluate_together([], episodes=3, seed=4)
 
 
 def _jitter_update(actor, critic, optimizer, batch, *, generator, **settings):

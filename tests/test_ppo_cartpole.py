@@ -16,8 +16,9 @@ import pytest
 import torch
 from hypothesis import given
 
+from kata.fast import Adam
 from kata.networks import Actor, Critic, action_log_probs
-from kata.optim import SGD, Adam
+from kata.optim import SGD
 from kata.ppo_frame import RolloutBatch, profile_config
 from kata.training_checks import ppo_smoke_verdict
 from tests.strategies import bootstrap_cases, minibatch_layouts, rollout_flags
