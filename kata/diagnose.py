@@ -22,11 +22,14 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
+from pathlib import Path
 
 from kata.impl import REPOSITORY_ROOT, VARIANTS_ROOT, Implementation, ImplementationImportError, default_spec, load
 from kata.manifest import CONCEPTS, Concept, catalogued_mistake, concept
@@ -142,19 +145,43 @@ def _diagnose_concept(implementation: Implementation, c: Concept, catalogue: Cat
 
 
 def diagnose_in_subprocess(spec: str, concept_names: list[str], *, timeout: float = DIAGNOSE_TIMEOUT,
-                           extra: tuple[str, ...] = (), prefix: Sequence[str] = ()) -> list[Diagnosis]:
+                           extra: tuple[str, ...] = (), prefix: Sequence[str] = (),
+                           cwd: Path = REPOSITORY_ROOT) -> list[Diagnosis]:
     """``kata diagnose --json`` on ``spec`` in a child process (submitted code may hang or crash it), started
-    through ``prefix`` (the grader's sandbox); [] if it does not answer within ``timeout`` seconds or fails."""
+    through ``prefix`` (the grader's sandbox) in the repository ``cwd``; [] if it does not answer within ``timeout``
+    seconds or fails."""
     command = [*prefix, sys.executable, "-m", "kata.diagnose", *concept_names, "--impl", spec, "--json", *extra]
-    environment = dict(os.environ)
-    environment.pop("KATA_IMPL", None)
+    environment = {name: value for name, value in os.environ.items()
+                   if name != "KATA_IMPL" and not name.startswith("PYTHONPATH")}
     try:
-        completed = subprocess.run(command, cwd=REPOSITORY_ROOT, capture_output=True, text=True, timeout=timeout,
-                                   env=environment)
+        completed = subprocess.run(command, cwd=cwd, capture_output=True, text=True, timeout=timeout,
+                                   env=environment, stdin=subprocess.DEVNULL)
         report = json.loads(completed.stdout) if completed.returncode == 0 else {}
     except (subprocess.TimeoutExpired, json.JSONDecodeError):
         return []
     return [Diagnosis(**entry) for entry in report.get("diagnoses", [])]
+
+
+def diagnose_submission(submission: Path, concept_names: list[str], *, prefix: Sequence[str] = (),
+                        repository: Path = REPOSITORY_ROOT, reference: Path | None = None,
+                        timeout: float = DIAGNOSE_TIMEOUT) -> list[Diagnosis]:
+    """:func:`diagnose_in_subprocess` for someone else's code (``kata grade``): the child runs in a throwaway copy of
+    what a diagnosis needs (the ``kata`` package, tests/ for the strategies, the reference ``reference`` as
+    solutions/, mistakes/) on a copy of the submission's Python files, both deleted afterwards. Code that writes
+    where it finds itself, or beside ``kata``, changes only those copies: never this repository, the submission
+    handed in, or what the next submission is diagnosed against."""
+    from kata import grade_workspace as workspace
+
+    reference = reference if reference is not None else repository / REFERENCE
+    if not (repository / "mistakes").is_dir():
+        return []  # no catalogue to diagnose against
+    with tempfile.TemporaryDirectory(prefix="kata-diagnose-") as scratch_name:
+        scratch = Path(scratch_name)
+        copy = workspace.repository_copy(scratch / "repository", repository)
+        shutil.copytree(reference, copy / REFERENCE, ignore=workspace.NOT_COPIED)
+        shutil.copytree(repository / "mistakes", copy / "mistakes", ignore=workspace.NOT_COPIED)
+        student = workspace.submission_files(submission, scratch / "submission")
+        return diagnose_in_subprocess(str(student), concept_names, prefix=prefix, cwd=copy, timeout=timeout)
 
 
 # ---- measuring the diagnosis on the catalogues ---------------------------------------------------------------------

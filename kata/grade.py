@@ -277,11 +277,13 @@ class Grader:
 
     def _diagnose(self, folder: Path, result: SubmissionResult) -> None:
         """``diagnoses`` of every concept: the catalogued mistakes a failed one behaves like (kata diagnose on the
-        submission's own modules, beside the reference, under the run's limits); [] for the others."""
-        from kata.diagnose import diagnose_in_subprocess  # torch and the probes: only when asked
+        submission's own modules, beside the reference, under the run's limits, in a throwaway copy of both); [] for
+        the others."""
+        from kata.diagnose import diagnose_submission  # torch and the probes: only when asked
 
         failed = [name for name, r in result.concepts.items() if r.status == "failed"]
-        found = diagnose_in_subprocess(str(folder), failed, prefix=self._sandbox()) if failed else []
+        found = diagnose_submission(folder, failed, prefix=self._sandbox(), repository=self.repository,
+                                    reference=self.reference) if failed else []
         for name, r in result.concepts.items():
             r.extra["diagnoses"] = sorted({d.mistake for d in found if d.concept == name and d.mistake})
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 
 import pytest
@@ -89,3 +90,36 @@ def test_the_grader_diagnoses_failed_concepts_and_the_report_counts_them(tmp_pat
         "a failed concept gets the mistakes it behaves like, found in a child process under the grader's limits")
     assert result.concepts["baselines"].extra["diagnoses"] == [], "a passed concept is not diagnosed"
     assert class_report.from_results([result]) == {str(folder): {"gae": ["gae/truncation_as_termination"]}}
+
+
+WRITES_WHERE_IT_CAN = '''
+from pathlib import Path as _Path
+
+import kata as _kata
+
+for _place in (_Path(_kata.__file__).resolve().parent.parent / "tests", _Path(__file__).resolve().parent):
+    (_place / "{marker}").write_text("written by a submission under diagnosis")
+'''
+
+
+def test_a_diagnosed_submission_changes_neither_this_repository_nor_its_own_folder(tmp_path):
+    """Diagnosis runs the submission's code: in throwaway copies, so what it writes beside ``kata`` or itself is lost
+    with them. (It writes a marker, not over the tests, so that a regression cannot damage this checkout.)"""
+    from kata import grade
+
+    marker = f"diagnosis-marker-{os.getpid()}-{tmp_path.name}"
+    folder = build(tmp_path, "mallory", OVERLAYS["alice"])
+    gae = folder / "gae.py"
+    gae.write_text(WRITES_WHERE_IT_CAN.format(marker=marker) + gae.read_text())
+    handed_in = sorted(p.name for p in folder.iterdir())
+    result = grade.SubmissionResult(str(folder), {"gae": grade.ConceptResult(9.0, 15.0, 6, 4, "failed", "...")})
+    try:
+        grade.Grader(concepts=[concept("gae")], diagnose=True)._diagnose(folder, result)
+        assert result.concepts["gae"].extra["diagnoses"] == ["gae/truncation_as_termination"], (
+            "the copies hold what a diagnosis needs: the submission still gets its diagnosis")
+        assert not (REPOSITORY_ROOT / "tests" / marker).exists(), (
+            "the submission's code wrote into this repository's tests/: the diagnosis must run in a copy")
+        assert sorted(p.name for p in folder.iterdir()) == handed_in, (
+            "the submission's code wrote into the folder handed in: the diagnosis must run on a copy of it")
+    finally:
+        (REPOSITORY_ROOT / "tests" / marker).unlink(missing_ok=True)
