@@ -14,8 +14,8 @@ Gradescope's machines.
 a file that is missing gets ``error`` naming it), grades them as ``kata grade`` does (per-concept credit, the ci
 profile, slow tests included unless the zip was built with --no-slow, the per-test timeout it was built with) with
 the repository's tests and reference from ``source/``, and writes results.json: one test per concept (name, score,
-max_score, output: the first failure's message and the command that shows every failure, visibility) and the
-score. ``AUTOGRADER_ROOT`` (default ``/autograder``) replaces the root, so the whole flow runs anywhere.
+max_score, output: the first failure's message, the catalogued misconception a failed concept behaves like (as
+``kata grade`` diagnoses it) and the command that shows every failure, visibility) and the score. ``AUTOGRADER_ROOT`` (default ``/autograder``) replaces the root, so the whole flow runs anywhere.
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ from kata.manifest import CONCEPTS, concept
 
 ROOT_VARIABLE = "AUTOGRADER_ROOT"
 SETTINGS = "autograder.json"
-SOURCES = ("kata", "tests", "solutions", "conftest.py", "pyproject.toml", "README.md")
+SOURCES = ("kata", "tests", "solutions", "mistakes", "conftest.py", "pyproject.toml", "README.md")
 LEFT_OUT = ("__pycache__", "*.pyc", ".hypothesis", ".kata", "fixtures")
 TORCH_INDEX = "https://download.pytorch.org/whl/cpu"
 
@@ -129,7 +129,8 @@ def run(root: Path) -> dict:
     settings = json.loads((source / SETTINGS).read_text()) if (source / SETTINGS).exists() else {}
     concepts = [concept(name) for name in settings.get("concepts", [c.name for c in CONCEPTS])]
     grader = Grader(concepts=concepts, timeout=float(settings.get("timeout", DEFAULT_TIMEOUT)),
-                    include_slow=bool(settings.get("include_slow", True)), repository=source)
+                    include_slow=bool(settings.get("include_slow", True)), repository=source,
+                    diagnose=(source / "mistakes").is_dir())  # a failed concept's output names its misconception
     with tempfile.TemporaryDirectory(prefix="kata-autograder-") as scratch:
         student = Path(scratch) / "submission"
         missing = [name for name in collect(root / "submission", student)

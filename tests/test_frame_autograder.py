@@ -69,7 +69,8 @@ def test_the_autograder_zip_grades_a_perfect_a_stub_and_a_broken_submission(tmp_
     names = zipfile.ZipFile(zip_path).namelist()
     assert {"setup.sh", "run_autograder", "requirements-autograder.txt", "solutions/gae.py", "tests/test_gae.py",
             "conftest.py"} <= set(names)
-    assert not [n for n in names if n.startswith(("mistakes/", "variants/", "exercises/")) or "fixtures" in n]
+    assert "mistakes/gae/truncation_as_termination.py" in names, "the catalogue a failed concept is diagnosed by"
+    assert not [n for n in names if n.startswith(("variants/", "exercises/")) or "fixtures" in n]
     assert "torch==2.13.0" in zipfile.ZipFile(zip_path).read("requirements-autograder.txt").decode()
 
     perfect = gradescope_root(tmp_path, zip_path, "perfect")
@@ -93,3 +94,13 @@ def test_the_autograder_zip_grades_a_perfect_a_stub_and_a_broken_submission(tmp_
     assert reinforce["score"] == reinforce["max_score"]
     assert baselines["score"] == 0 and "baselines.py is missing" in baselines["output"]
     assert gae["score"] == 0 and "SyntaxError" in gae["output"]
+
+    misconceived = gradescope_root(tmp_path, zip_path, "misconceived")
+    for name in CONCEPTS:
+        shutil.copy2(REPOSITORY_ROOT / "solutions" / f"{name}.py", misconceived / "submission")
+    shutil.copy2(REPOSITORY_ROOT / "tests" / "fixtures" / "submissions" / "truncation_as_termination" / "gae.py",
+                 misconceived / "submission")
+    gae = run_autograder(misconceived)["tests"][2]
+    assert gae["score"] < gae["max_score"], "a GAE that never bootstraps past a cut fails"
+    assert "gae/truncation_as_termination" in gae["output"], (
+        f"a failed concept's output names the misconception it behaves like; it reads: {gae['output']!r}")
