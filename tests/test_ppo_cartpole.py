@@ -50,8 +50,11 @@ def test_masks_keep_tensors_and_do_not_touch_inputs(impl):
     saved = (terminated.clone(), truncated.clone())
     bootstrap_mask, trace_cuts = impl.gae_masks(terminated, truncated)
     assert isinstance(trace_cuts, torch.Tensor), "a tensor in must give a tensor out"
-    assert trace_cuts.tolist() == [[False, True], [True, False], [True, True]]
-    assert bootstrap_mask.tolist() == terminated.tolist()
+    assert trace_cuts.tolist() == [[False, True], [True, False], [True, True]], (
+        f"trace_cuts is {trace_cuts.tolist()}: a cut wherever an episode terminated or was truncated, and at the "
+        "buffer's last step")
+    assert bootstrap_mask.tolist() == terminated.tolist(), (
+        f"bootstrap_mask is {bootstrap_mask.tolist()}: only termination stops the bootstrap (truncation does not)")
     assert torch.equal(terminated, saved[0]) and torch.equal(truncated, saved[1]), "inputs must not change"
     with pytest.raises(ValueError, match="truncated"):
         impl.gae_masks(terminated, truncated[:2])
@@ -114,7 +117,9 @@ def test_each_sample_once_per_epoch(impl, layout):
     assert sorted(torch.cat(minibatches).tolist()) == list(range(batch_size)), (
         "one epoch must use every sample exactly once: a permutation cut into minibatches, not draws with "
         "replacement")
-    assert all(size == minibatch_size for size in sizes[:-1]) and 1 <= sizes[-1] <= minibatch_size
+    assert all(size == minibatch_size for size in sizes[:-1]) and 1 <= sizes[-1] <= minibatch_size, (
+        f"minibatch sizes {sizes} for minibatch_size {minibatch_size}: every minibatch full but the last, which "
+        "holds the remainder")
     again = impl.minibatch_indices(batch_size, minibatch_size, torch.Generator().manual_seed(seed))
     assert all(torch.equal(a, b) for a, b in zip(minibatches, again)), "the generator must fix the shuffle"
 
@@ -238,7 +243,8 @@ def test_the_gradient_norm_is_clipped_before_each_step(impl):
     optimizer = SpySGD([*actor.parameters(), *critic.parameters()], lr=1e-2)
     diagnostics = impl.ppo_update(actor, critic, optimizer, batch, generator=torch.Generator().manual_seed(3),
                                   **{**UPDATE, "max_grad_norm": bound})
-    assert len(optimizer.norms) == 3 * 3
+    assert len(optimizer.norms) == 3 * 3, (
+        f"{len(optimizer.norms)} optimizer steps where 3 epochs x 3 minibatches make 9: one step per minibatch")
     assert max(optimizer.norms) <= bound * (1 + 1e-4), (
         f"a step applied a gradient of norm {max(optimizer.norms):.3g} > max_grad_norm = {bound}: clip after "
         "backward() and before step()")
@@ -277,8 +283,11 @@ def test_diagnostics_are_in_range(impl):
     assert d["approx_kl"] >= 0.0, "the approximate KL must be the non-negative estimator"
     assert 0.0 <= d["active_clip_fraction"] <= d["ratio_outside_fraction"] <= 1.0, (
         "an active clip needs a ratio outside the interval: 0 <= active <= outside <= 1")
-    assert 0.0 <= d["entropy"] <= math.log(2) + 1e-6 and d["value_loss"] >= 0.0
-    assert d["epochs_completed"] == UPDATE["epochs"]
+    assert 0.0 <= d["entropy"] <= math.log(2) + 1e-6, (
+        f"entropy {d['entropy']:.4g}: two actions give an entropy between 0 and log 2")
+    assert d["value_loss"] >= 0.0, f"value_loss {d['value_loss']:.4g}: a squared error is never negative"
+    assert d["epochs_completed"] == UPDATE["epochs"], (
+        f"epochs_completed is {d['epochs_completed']} with no target_kl: all {UPDATE['epochs']} epochs run")
 
 
 def test_target_kl_stops_early(impl):
@@ -305,8 +314,10 @@ TINY = dict(total_steps=256, num_envs=4, rollout_steps=32, epochs=2, minibatch_s
 def test_a_seed_reproduces_the_history(impl):
     config = dataclasses.replace(profile_config("smoke", seed=3), **TINY)
     first, second = impl.train_ppo(config), impl.train_ppo(config)
-    assert first["history"]["update"] == [1, 2]
-    assert first["history"]["environment_steps"] == [128, 256]
+    assert first["history"]["update"] == [1, 2], (
+        f"history['update'] is {first['history']['update']}: 256 steps of 4 x 32 make updates 1 and 2")
+    assert first["history"]["environment_steps"] == [128, 256], (
+        f"history['environment_steps'] is {first['history']['environment_steps']}: 128 steps per update")
     for key, values in first["history"].items():
         if key != "wall_time":
             np.testing.assert_array_equal(values, second["history"][key], err_msg=f"history[{key!r}] differs")

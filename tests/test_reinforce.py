@@ -215,7 +215,9 @@ def test_entropy_of_uniform_and_of_certain_policies(impl):
 def test_entropy_torch_in_torch_out_and_float32_kept(impl):
     logits = torch.tensor([[1.0, 2.0, 3.0]], dtype=torch.float32, requires_grad=True)
     entropy = impl.categorical_entropy(logits)
-    assert isinstance(entropy, torch.Tensor) and entropy.dtype == torch.float32
+    assert isinstance(entropy, torch.Tensor) and entropy.dtype == torch.float32, (
+        f"float32 logits gave {type(entropy).__name__} {getattr(entropy, 'dtype', '')}: a float32 tensor in gives a "
+        "float32 tensor out")
     entropy.sum().backward()
     assert logits.grad is not None and torch.isfinite(logits.grad).all(), "keep autograd through the entropy"
 
