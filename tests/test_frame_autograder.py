@@ -51,49 +51,62 @@ def run_autograder(root: Path) -> dict:
                                text=True, timeout=600)
     assert completed.returncode == 0, completed.stdout[-2000:] + completed.stderr[-3000:]
     data = json.loads((root / "results" / "results.json").read_text())
-    assert isinstance(data["score"], (int, float)) and isinstance(data["execution_time"], int)
-    assert [t["name"].split(".")[1].split(":")[0].strip() for t in data["tests"]] == list(CONCEPTS)
+    assert isinstance(data["score"], (int, float)) and isinstance(data["execution_time"], int), (
+        f"a numeric score and an int execution_time: {data.get('score')!r}, {data.get('execution_time')!r}")
+    assert [t["name"].split(".")[1].split(":")[0].strip() for t in data["tests"]] == list(CONCEPTS), (
+        f"one Gradescope test per concept, in order {CONCEPTS}: {[t['name'] for t in data['tests']]}")
     for test in data["tests"]:
         assert TEST_FIELDS <= set(test), f"Gradescope's fields: {test}"
-        assert test["visibility"] in VISIBILITIES and 0 <= test["score"] <= test["max_score"]
+        assert test["visibility"] in VISIBILITIES and 0 <= test["score"] <= test["max_score"], (
+            f"a known visibility, 0 <= score <= max: {test['visibility']!r}, {test['score']}/{test['max_score']}")
         assert "kata check" in test["output"], "the hint command is shown"
-    assert data["score"] == pytest.approx(sum(t["score"] for t in data["tests"]))
+    assert data["score"] == pytest.approx(sum(t["score"] for t in data["tests"])), (
+        f"the total is the sum of the tests' scores: {data['score']} vs {[t['score'] for t in data['tests']]}")
     return data
 
 
 @pytest.mark.slow
 def test_the_autograder_zip_grades_a_perfect_a_stub_and_a_broken_submission(tmp_path):
     zip_path = tmp_path / "autograder.zip"
-    assert cli.main(["autograder", "--out", str(zip_path), "--no-slow", "--timeout", "20"]) == 0
+    assert cli.main(["autograder", "--out", str(zip_path), "--no-slow", "--timeout", "20"]) == 0, (
+        "`kata autograder --out ZIP` exits 0")
     autograder.build(zip_path, timeout=20, include_slow=False, concepts=CONCEPTS)
     names = zipfile.ZipFile(zip_path).namelist()
     assert {"setup.sh", "run_autograder", "requirements-autograder.txt", "solutions/gae.py", "tests/test_gae.py",
-            "conftest.py"} <= set(names)
+            "conftest.py"} <= set(names), (
+        f"the zip carries the setup, the runner, the pins, the solutions and the tests; it holds {sorted(names)}")
     assert "mistakes/gae/truncation_as_termination.py" in names, "the catalogue a failed concept is diagnosed by"
-    assert not [n for n in names if n.startswith(("variants/", "exercises/")) or "fixtures" in n]
-    assert "torch==2.13.0" in zipfile.ZipFile(zip_path).read("requirements-autograder.txt").decode()
+    assert not [n for n in names if n.startswith(("variants/", "exercises/")) or "fixtures" in n], (
+        "no exercises, variants or test fixtures in the zip: students must not see them")
+    assert "torch==2.13.0" in zipfile.ZipFile(zip_path).read("requirements-autograder.txt").decode(), (
+        "the zip pins the torch version the kata was tuned with")
 
     perfect = gradescope_root(tmp_path, zip_path, "perfect")
     for name in CONCEPTS:  # flat files, as a student drags them in
         shutil.copy2(REPOSITORY_ROOT / "solutions" / f"{name}.py", perfect / "submission")
     data = run_autograder(perfect)
-    assert data["score"] == sum(concept(name).points for name in CONCEPTS)
+    assert data["score"] == sum(concept(name).points for name in CONCEPTS), (
+        f"a perfect submission earns every point: {data['score']}")
 
     stub = gradescope_root(tmp_path, zip_path, "stub")
     shutil.copytree(REPOSITORY_ROOT / "exercises", stub / "submission" / "exercises",
                     ignore=shutil.ignore_patterns("__pycache__"))
     data = run_autograder(stub)
-    assert data["score"] == 0
-    assert all("not implemented yet" in t["output"] for t in data["tests"])
+    assert data["score"] == 0, f"an untouched stub earns nothing: {data['score']}"
+    assert all("not implemented yet" in t["output"] for t in data["tests"]), (
+        "each stub concept's output says it is not implemented yet")
 
     broken = gradescope_root(tmp_path, zip_path, "broken")
     shutil.copy2(REPOSITORY_ROOT / "solutions" / "reinforce.py", broken / "submission")
     (broken / "submission" / "gae.py").write_text("def gae_advantages(:\n")
     data = run_autograder(broken)
     reinforce, baselines, gae = data["tests"]
-    assert reinforce["score"] == reinforce["max_score"]
-    assert baselines["score"] == 0 and "baselines.py is missing" in baselines["output"]
-    assert gae["score"] == 0 and "SyntaxError" in gae["output"]
+    assert reinforce["score"] == reinforce["max_score"], (
+        f"a correct reinforce.py keeps its points beside broken files: {reinforce['score']}/{reinforce['max_score']}")
+    assert baselines["score"] == 0 and "baselines.py is missing" in baselines["output"], (
+        f"a missing baselines.py scores 0 and is named: {baselines['score']}, {baselines['output'][-500:]!r}")
+    assert gae["score"] == 0 and "SyntaxError" in gae["output"], (
+        f"a gae.py that does not parse scores 0 and says SyntaxError: {gae['score']}, {gae['output'][-500:]!r}")
 
     misconceived = gradescope_root(tmp_path, zip_path, "misconceived")
     for name in CONCEPTS:

@@ -17,11 +17,13 @@ NAMES = [c.name for c in CONCEPTS]
 
 
 def test_mistake_files_and_manifest_agree():
-    assert catalogue_problems("mistake", NAMES, lambda c: (m.name for m in c.mistakes)) == []
+    assert catalogue_problems("mistake", NAMES, lambda c: (m.name for m in c.mistakes)) == [], (
+        "every mistake listed in kata/manifest.py has its file under mistakes/, and every file is listed")
 
 
 def test_variant_files_and_manifest_agree():
-    assert catalogue_problems("variant", NAMES, lambda c: (v.name for v in c.variants)) == []
+    assert catalogue_problems("variant", NAMES, lambda c: (v.name for v in c.variants)) == [], (
+        "every variant listed in kata/manifest.py has its file under variants/, and every file is listed")
 
 
 def test_every_variant_says_why_it_is_valid():
@@ -36,23 +38,29 @@ def test_every_variant_says_why_it_is_valid():
 def test_a_listed_file_that_is_missing_is_a_problem():
     problems = catalogue_problems("variant", ["gae"], lambda c: ("no_such_variant", *(v.name for v in c.variants)))
     assert problems == ["gae/no_such_variant: listed in kata/manifest.py but variants/gae/no_such_variant.py is "
-                        "missing"]
+                        "missing"], f"a listed variant without its file is reported by name and path: {problems}"
 
 
 @pytest.mark.parametrize("name", ["dev", "ci", "thorough"])
 def test_no_shrink_profiles_keep_the_examples_and_drop_shrinking_and_the_database(name):
     profile = settings.get_profile(hypothesis_profile(name, shrink=False))
     parent = settings.get_profile(name)
-    assert profile.max_examples == parent.max_examples and profile.derandomize == parent.derandomize
-    assert Phase.shrink not in profile.phases and profile.database is None
+    assert profile.max_examples == parent.max_examples and profile.derandomize == parent.derandomize, (
+        f"no-shrink keeps {name}'s examples, derandomisation: {profile.max_examples}, {profile.derandomize}")
+    assert Phase.shrink not in profile.phases and profile.database is None, (
+        f"{name}-no-shrink drops shrinking and the example database: {profile.phases}, {profile.database!r}")
 
 
 def test_a_run_names_its_seed_its_entry_and_whether_slow_tests_run():
     mistake = Run("mistake", "gae/lambda_not_applied", "dev-no-shrink", seed=123)
     arguments = mistake.arguments("solutions")
-    assert "--mistake=gae/lambda_not_applied" in arguments and "--hypothesis-seed=123" in arguments
-    assert arguments[arguments.index("-m") + 1] == "gae and not slow" and "-x" in arguments
+    assert "--mistake=gae/lambda_not_applied" in arguments and "--hypothesis-seed=123" in arguments, (
+        f"a mistake run asks for its entry and its seed: {arguments}")
+    assert arguments[arguments.index("-m") + 1] == "gae and not slow" and "-x" in arguments, (
+        f"a mistake run selects its concept's fast tests and stops at the first failure (-x): {arguments}")
     variant = Run("variant", "gae/discount_matrix", "ci-no-shrink", slow=True)
     arguments = variant.arguments("solutions")
-    assert arguments[arguments.index("-m") + 1] == "gae" and "-x" not in arguments
-    assert not any(a.startswith("--hypothesis-seed") for a in arguments)
+    assert arguments[arguments.index("-m") + 1] == "gae" and "-x" not in arguments, (
+        f"a slow variant run selects all its concept's tests and runs them all (no -x): {arguments}")
+    assert not any(a.startswith("--hypothesis-seed") for a in arguments), (
+        f"a run without a seed leaves Hypothesis its own seed: {arguments}")

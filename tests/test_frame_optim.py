@@ -77,7 +77,10 @@ def test_torch_threads_sets_and_restores_the_thread_count():
     before = torch.get_num_threads()
     other = 2 if before == 1 else 1
     with torch_threads(other):
-        assert torch.get_num_threads() == other
-    assert torch.get_num_threads() == before
+        assert torch.get_num_threads() == other, (
+            f"torch_threads({other}) sets the thread count inside the block: {torch.get_num_threads()}")
+    assert torch.get_num_threads() == before, (
+        f"torch_threads restores the thread count {before} on exit: {torch.get_num_threads()}")
     with torch_threads(None):
-        assert torch.get_num_threads() == before
+        assert torch.get_num_threads() == before, (
+            f"torch_threads(None) leaves the thread count {before} as it is: {torch.get_num_threads()}")

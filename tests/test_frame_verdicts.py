@@ -16,7 +16,8 @@ pytestmark = pytest.mark.frame
 
 def test_a_passing_test_on_an_untouched_stub_is_failing_k_of_n_not_not_started(layout):  # noqa: F811
     record(layout, {"rejects_bad_input": "passed", "t2": "failed", "t3": "failed"})
-    assert state_of(layout).label == "failing 2 of 3"
+    assert state_of(layout).label == "failing 2 of 3", (
+        f"a stub passing 1 test of 3 is 'failing 2 of 3', not 'not started': {state_of(layout).label!r}")
 
 
 def test_fast_tests_green_with_slow_tests_unrun_says_what_remains(layout):  # noqa: F811
@@ -24,9 +25,11 @@ def test_fast_tests_green_with_slow_tests_unrun_says_what_remains(layout):  # no
     record(layout, {"quick": "passed", "training": None}, slow=frozenset({"training"}))
     state = state_of(layout)
     assert state.done and state.label == (
-        "fast tests green; `kata check gae --slow` trains the agent, and grading runs it")
+        "fast tests green; `kata check gae --slow` trains the agent, and grading runs it"), (
+        f"fast tests green with slow ones unrun is done and says what remains: {state.done}, {state.label!r}")
     record(layout, {"training": "passed"}, slow=frozenset({"training"}))
-    assert state_of(layout).label == "done"
+    assert state_of(layout).label == "done", (
+        f"the slow test passing too makes the concept done: {state_of(layout).label!r}")
 
 
 def test_a_float32_result_that_is_right_to_float32_precision_is_called_a_dtype_mismatch():
@@ -49,5 +52,6 @@ def test_a_stub_line_never_hides_a_genuine_failure_in_an_exception_group():
     genuine = AssertionError("the min, not the max")
     assert _student_line()(BaseExceptionGroup("two failures", [genuine, stub])) is None, (
         "a genuine failure must be shown, not replaced by the stub's line")
-    assert _student_line()(BaseExceptionGroup("stubs only", [stub, not_implemented("gae_advantages")])) == str(stub)
-    assert _student_line()(stub) == str(stub)
+    assert _student_line()(BaseExceptionGroup("stubs only", [stub, not_implemented("gae_advantages")])) == str(stub), (
+        "an exception group of stubs only shows the stub's line")
+    assert _student_line()(stub) == str(stub), "a lone stub exception shows the stub's line"
