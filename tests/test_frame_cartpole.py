@@ -44,10 +44,12 @@ def test_one_step_follows_the_published_equations(state, action):
     expected, expected_terminated = published_step(state, action)
     np.testing.assert_allclose(env.state, expected, rtol=1e-12, atol=1e-15,
                                err_msg="the state must follow CartPole-v1's equations with explicit Euler")
-    assert observation.dtype == np.float32 and env.state.dtype == np.float64
+    assert observation.dtype == np.float32 and env.state.dtype == np.float64, (
+        f"observations are float32, the state float64: {observation.dtype}, {env.state.dtype}")
     np.testing.assert_array_equal(observation, expected.astype(np.float32))
     assert reward == 1.0, "every step earns +1, the terminating one included"
-    assert terminated == expected_terminated and not truncated
+    assert terminated == expected_terminated and not truncated, (
+        f"terminated as published, never truncated within the limit: {terminated}, {truncated}")
 
 
 def test_positions_move_with_the_old_velocities():
@@ -56,7 +58,7 @@ def test_positions_move_with_the_old_velocities():
     env.step(1)
     x, x_dot, theta, theta_dot = env.state
     assert x == pytest.approx(0.02) and theta == pytest.approx(0.04), "explicit Euler: x += tau * old x_dot"
-    assert x_dot != 1.0 and theta_dot != 2.0
+    assert x_dot != 1.0 and theta_dot != 2.0, "the velocities change in the step (the accelerations are applied)"
 
 
 @pytest.mark.parametrize("state, reason", [
@@ -91,7 +93,8 @@ def test_termination_on_the_last_allowed_step_reports_both_flags():
     env = CartPole(max_episode_steps=1)
     env.state = [2.39, 1.0, 0.0, 0.0]
     _, _, terminated, truncated, _ = env.step(1)
-    assert terminated and truncated
+    assert terminated and truncated, (
+        f"terminating on the last allowed step reports both flags: {terminated}, {truncated}")
 
 
 def test_seeded_resets():
@@ -102,7 +105,7 @@ def test_seeded_resets():
     again, _ = CartPole().reset(seed=7)
     np.testing.assert_array_equal(first, again)
     assert not np.array_equal(first, second), "a reset without a seed continues the generator"
-    assert not np.array_equal(first, CartPole().reset(seed=8)[0])
+    assert not np.array_equal(first, CartPole().reset(seed=8)[0]), "different seeds give different reset states"
 
 
 def test_state_is_copied_in_and_out():
@@ -113,7 +116,7 @@ def test_state_is_copied_in_and_out():
     assert mine[0] == 0.1, "setting the state must not keep the caller's array"
     view = env.state
     view[0] = 99.0
-    assert env.state[0] != 99.0
+    assert env.state[0] != 99.0, "the state read out is a copy: writing to it must not change the environment"
 
 
 def test_bad_input_is_rejected():
@@ -149,7 +152,9 @@ def test_the_batch_equals_n_single_environments(limit):
         observations, rewards, terminated, truncated, info = batch.step(actions)
         for i, env in enumerate(singles):
             obs, reward, term, trunc, _ = env.step(actions[i])
-            assert (term, trunc, reward) == (terminated[i], truncated[i], rewards[i])
+            assert (term, trunc, reward) == (terminated[i], truncated[i], rewards[i]), (
+                f"env {i}: the batch's (terminated, truncated, reward) "
+                f"{(terminated[i], truncated[i], rewards[i])} must be a single env's {(term, trunc, reward)}")
             if term or trunc:
                 ended += 1
                 np.testing.assert_array_equal(info["final_observation"][i], obs,
@@ -165,6 +170,7 @@ def test_batch_episode_statistics():
     batch.reset(seed=1)
     for step in range(1, 6):
         _, _, terminated, truncated, info = batch.step(np.array([0, 1]) if step % 2 else np.array([1, 0]))
-    assert truncated.all() and not terminated.any()
+    assert truncated.all() and not terminated.any(), (
+        f"5 steps with a limit of 5 truncate both envs and terminate neither: {truncated}, {terminated}")
     np.testing.assert_array_equal(info["episode_returns"], [5.0, 5.0])
     np.testing.assert_array_equal(info["episode_lengths"], [5, 5])

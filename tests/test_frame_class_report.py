@@ -47,7 +47,8 @@ def test_fixture_submissions_are_diagnosed_with_their_misconceptions(diagnosed):
     assert diagnosed == {"alice": {"gae": ["gae/truncation_as_termination"]},
                          "bob": {"gae": ["gae/lambda_not_applied"]},
                          "carol": {"gae": ["gae/truncation_as_termination"]},
-                         "dan": {}}
+                         "dan": {}}, (
+        f"each fixture submission is diagnosed with exactly its overlaid misconceptions: {diagnosed}")
 
 
 def test_counts_per_concept_largest_first(diagnosed):
@@ -56,25 +57,30 @@ def test_counts_per_concept_largest_first(diagnosed):
     table = class_report.tally(with_more)
     assert [(m.mistake, m.count) for m in table["gae"]] == [("gae/truncation_as_termination", 2),
                                                              ("gae/bootstraps_from_terminal", 1),
-                                                             ("gae/lambda_not_applied", 1)]
+                                                             ("gae/lambda_not_applied", 1)], (
+        f"counts per mistake, largest first, ties by name: {[(m.mistake, m.count) for m in table['gae']]}")
     assert table["gae"][0].submissions == ["alice", "carol"], "a submission counts once per mistake"
-    assert table["reinforce"] == [] and list(table) == [c.name for c in CONCEPTS]
+    assert table["reinforce"] == [] and list(table) == [c.name for c in CONCEPTS], (
+        f"every concept has a row, in the manifest's order, empty when nothing was found: {list(table)}")
 
 
 def test_the_three_files(diagnosed, tmp_path):
     with_baselines = {**diagnosed, "erin": {"baselines": ["baselines/rloo_includes_self"]}}
     written = class_report.write(with_baselines, tmp_path / "report")
-    assert [p.name for p in written] == ["misconceptions.md", "misconceptions.json", "misconceptions.png"]
+    assert [p.name for p in written] == ["misconceptions.md", "misconceptions.json", "misconceptions.png"], (
+        f"the report is misconceptions.md, .json and .png: {[p.name for p in written]}")
     report = json.loads(written[1].read_text())
-    assert report["submissions"] == 5
+    assert report["submissions"] == 5, f"the JSON counts every submission: {report['submissions']}"
     assert report["concepts"]["baselines"] == [{
         "mistake": "baselines/rloo_includes_self", "count": 1, "submissions": ["erin"],
-        "misunderstanding": class_report.misunderstanding("baselines/rloo_includes_self")}]
+        "misunderstanding": class_report.misunderstanding("baselines/rloo_includes_self")}], (
+        f"each mistake's entry has its count, submissions and misunderstanding: {report['concepts']['baselines']}")
     markdown = written[0].read_text()
-    assert "| 2 of 5 | `gae/truncation_as_termination` |" in markdown and "No catalogued mistake found." in markdown
+    assert "| 2 of 5 | `gae/truncation_as_termination` |" in markdown and "No catalogued mistake found." in markdown, (
+        f"the markdown shows 'k of n' per mistake and says when a concept has none: {markdown!r}")
     assert written[2].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", "misconceptions.png must be a PNG"
     empty = class_report.write({"dan": {}}, tmp_path / "empty")
-    assert empty[2].stat().st_size > 0
+    assert empty[2].stat().st_size > 0, "a class with no mistakes still gets a (non-empty) figure"
 
 
 def test_the_grader_diagnoses_failed_concepts_and_the_report_counts_them(tmp_path):
@@ -89,7 +95,8 @@ def test_the_grader_diagnoses_failed_concepts_and_the_report_counts_them(tmp_pat
     assert result.concepts["gae"].extra["diagnoses"] == ["gae/truncation_as_termination"], (
         "a failed concept gets the mistakes it behaves like, found in a child process under the grader's limits")
     assert result.concepts["baselines"].extra["diagnoses"] == [], "a passed concept is not diagnosed"
-    assert class_report.from_results([result]) == {str(folder): {"gae": ["gae/truncation_as_termination"]}}
+    assert class_report.from_results([result]) == {str(folder): {"gae": ["gae/truncation_as_termination"]}}, (
+        f"the report reads the grader's diagnoses: {class_report.from_results([result])}")
 
 
 WRITES_WHERE_IT_CAN = '''

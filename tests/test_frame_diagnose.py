@@ -111,11 +111,14 @@ def test_json_and_the_student_sentence(capsys):
     report = json.loads(capsys.readouterr().out)
     assert code == 0 and report == {"diagnoses": [
         {"concept": "gae", "function": "gae_advantages", "mistake": "gae/lambda_not_applied",
-         "matched": report["diagnoses"][0]["probes"], "probes": report["diagnoses"][0]["probes"]}]}
+         "matched": report["diagnoses"][0]["probes"], "probes": report["diagnoses"][0]["probes"]}]}, (
+        f"--json exits 0 and gives the one diagnosis with every probe matched: {code}, {report}")
     sentence = diagnosis.Diagnosis(**report["diagnoses"][0]).sentence()
     assert sentence.startswith("your gae_advantages behaves like the catalogued mistake 'the recursion decays by "
-                               "gamma only, ignoring lambda' on ")
-    assert sentence.endswith("probes: GUIDE.md §3, `kata hint gae --level 3`")
+                               "gamma only, ignoring lambda' on "), (
+        f"the sentence names the function and the catalogued misunderstanding: {sentence!r}")
+    assert sentence.endswith("probes: GUIDE.md §3, `kata hint gae --level 3`"), (
+        f"the sentence ends with the probe count and where the hint is: {sentence!r}")
 
 
 def test_every_mistake_points_at_an_existing_hint():
@@ -139,7 +142,8 @@ def test_every_export_is_probed_or_says_why_not():
     for c in CONCEPTS:
         for name in c.exports:
             assert (name in PROBES) != (name in UNPROBED), f"{name}: probed, or listed in UNPROBED with a reason"
-            assert name not in PROBES or PROBES[name].concept == c.name
+            assert name not in PROBES or PROBES[name].concept == c.name, (
+                f"{name} is probed under {PROBES[name].concept!r}, not under its concept {c.name!r}")
 
 
 def test_evaluate_one_concept(catalogue, capsys):
@@ -158,10 +162,11 @@ def test_check_adds_one_line_per_diagnosed_function_and_nothing_otherwise(monkey
     assert lines == [found[0].sentence()], "one line per named mistake; silence where none is named"
     monkeypatch.setattr(diagnosis, "diagnose_in_subprocess", lambda spec, names: [])
     cli._print_diagnoses(concept("gae"))
-    assert capsys.readouterr().out == ""
+    assert capsys.readouterr().out == "", "no diagnosis prints nothing"
 
 
 def test_a_child_process_diagnoses_submitted_code():
     [found] = diagnosis.diagnose_in_subprocess("solutions", ["gae"], extra=("--mistake", "gae/lambda_not_applied"))
-    assert found.mistake == "gae/lambda_not_applied"
+    assert found.mistake == "gae/lambda_not_applied", (
+        f"the child process names the mistake bound into the reference: {found}")
     assert diagnosis.diagnose_in_subprocess("solutions", ["gae"], timeout=0.01) == [], "no answer in time: none"
