@@ -76,15 +76,18 @@ def test_every_section_runs_on_the_reference_and_writes_its_figures(reference):
         )
         for name in record["figures"]:
             assert (folder / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", f"{name} is not a PNG"
-    assert not any(line.startswith(("skipped:", "failed:", "check failed:")) for line in lines)
+    assert not any(line.startswith(("skipped:", "failed:", "check failed:")) for line in lines), (
+        "no skip, failure or failed-check line on the reference:\n" + "\n".join(lines))
 
 
 def test_results_hold_the_seed_notebooks_numbers(reference):
     _, _, _, results = reference
     np.testing.assert_allclose(results["gae"]["advantages"], [8.0, 100.0])
-    assert results["gae"]["first_record_target"] == pytest.approx(10.0)
+    assert results["gae"]["first_record_target"] == pytest.approx(10.0), (
+        f"the first record's target is 10.0: {results['gae']['first_record_target']}")
     masks = results["masks"]
-    assert masks["mask"] == [[0, 0, 1, 1, 1, 0], [0, 1, 1, 0, 0, 0]]
+    assert masks["mask"] == [[0, 0, 1, 1, 1, 0], [0, 1, 1, 0, 0, 0]], (
+        f"the seed notebook's padding mask: {masks['mask']}")
     np.testing.assert_allclose(masks["sequence_log_ratio"], [-0.1, -0.1])
     np.testing.assert_allclose(masks["sequence_ratio"], [0.9048, 0.9048])
     np.testing.assert_allclose(
@@ -95,40 +98,48 @@ def test_results_hold_the_seed_notebooks_numbers(reference):
     baselines = results["baselines"]["result"]
     for key in ("plain_std", "same_group_std", "rloo_std", "predicted_scale", "observed_scale"):
         assert isinstance(baselines[key], float), f"baselines result lacks {key}"
-    assert baselines["predicted_scale"] == pytest.approx(7 / 8)
+    assert baselines["predicted_scale"] == pytest.approx(7 / 8), (
+        f"the predicted RLOO scale is 7/8 for groups of 8: {baselines['predicted_scale']}")
     ppo = results["ppo"]
-    assert [run["seed"] for run in ppo["runs"]] == [11, 37]
-    assert [run["environment_steps"] for run in ppo["runs"]] == [512, 512]
-    assert np.shape(ppo["curve"]["all_curves"]) == (2, len(ppo["curve"]["environment_steps"]))
-    assert len(ppo["diagnostics"]["approx_kl"]) == len(ppo["diagnostics"]["update"]) == 2
+    assert [run["seed"] for run in ppo["runs"]] == [11, 37], (
+        f"PPO runs with the plan's seeds 11 and 37: {[run['seed'] for run in ppo['runs']]}")
+    assert [run["environment_steps"] for run in ppo["runs"]] == [512, 512], (
+        f"each PPO run takes the 512 steps asked for: {[run['environment_steps'] for run in ppo['runs']]}")
+    assert np.shape(ppo["curve"]["all_curves"]) == (2, len(ppo["curve"]["environment_steps"])), (
+        f"one curve per run, one point per evaluation: {np.shape(ppo['curve']['all_curves'])}")
+    assert len(ppo["diagnostics"]["approx_kl"]) == len(ppo["diagnostics"]["update"]) == 2, (
+        f"one diagnostics record per update, two updates: {len(ppo['diagnostics']['approx_kl'])}")
     rloo = results["rloo"]
-    assert len(rloo["first_rows"]) == TINY.rows_shown and len(rloo["greedy"]) == 3
-    assert all(abs(total) <= 1e-9 for total in rloo["group_advantage_sums"])
+    assert len(rloo["first_rows"]) == TINY.rows_shown and len(rloo["greedy"]) == 3, (
+        f"{TINY.rows_shown} first rows and 3 greedy rows: {len(rloo['first_rows'])}, {len(rloo['greedy'])}")
+    assert all(abs(total) <= 1e-9 for total in rloo["group_advantage_sums"]), (
+        f"RLOO advantages sum to zero in every group: {rloo['group_advantage_sums']}")
 
 
 def test_report_shows_the_results_numbers_and_links_every_figure(reference):
     _, folder, _, results = reference
     report = (folder / "report.md").read_text(encoding="utf-8")
     for record in results["sections"].values():
-        assert f"## {record['title']}" in report
+        assert f"## {record['title']}" in report, f"report.md has a heading for section {record['title']!r}"
         for name in record["figures"]:
             assert f"![{name}]({name})" in report, f"report.md does not show {name}"
     for value in results["masks"]["reductions"].values():
-        assert f"{value:.6f}" in report
+        assert f"{value:.6f}" in report, f"report.md shows the masks reduction {value:.6f}"
     for run in results["ppo"]["runs"]:
         assert (
             f"| {run['seed']} | {run['final_evaluation_mean']:.2f} ± {run['final_evaluation_std']:.2f} |"
             in report
-        )
-    assert f"{results['baselines']['result']['observed_scale']:.6f}" in report
+        ), f"report.md has a row for PPO seed {run['seed']} with its final evaluation mean ± std"
+    assert f"{results['baselines']['result']['observed_scale']:.6f}" in report, (
+        "report.md shows the observed baseline scale")
     for row in results["rloo"]["greedy"]:
-        assert row["text"] in report
+        assert row["text"] in report, f"report.md shows the greedy row {row['text']!r}"
 
 
 def test_stubs_give_one_skip_line_per_section_and_the_lab_goes_on(tmp_path):
     code, folder, lines, results = _lab(tmp_path, "exercises")
     assert code == 0, "a stub that is not implemented yet is not a failure of the lab:\n" + "\n".join(lines)
-    assert (folder / "report.md").exists()
+    assert (folder / "report.md").exists(), "the lab writes report.md when sections are skipped"
     assert list(results["sections"]) == list(SECTION_TITLES), (
         "every section must be reached, whatever is skipped"
     )
@@ -143,11 +154,14 @@ def test_stubs_give_one_skip_line_per_section_and_the_lab_goes_on(tmp_path):
             f"a skip line must read 'skipped: NAME is not implemented yet — GUIDE.md §N (...)': {line!r}"
         )
         owner = concept_of_export(match.group(1))
-        assert (str(owner.number), owner.name) == (match.group(2), match.group(3))
+        assert (str(owner.number), owner.name) == (match.group(2), match.group(3)), (
+            f"the skip line names the owner's section and concept {(owner.number, owner.name)}: {line!r}")
     for key in skipped:
         record = results["sections"][key]
-        assert record["figures"] == [] and record["skipped_figures"] == list(SECTION_FIGURES[key])
-        assert SKIP_LINE.match(record["message"])
+        assert record["figures"] == [] and record["skipped_figures"] == list(SECTION_FIGURES[key]), (
+            f"skipped: no figure drawn, the skipped ones listed: {record['figures']}, {record['skipped_figures']}")
+        assert SKIP_LINE.match(record["message"]), (
+            f"a skipped section's message is its skip line: {record['message']!r}")
 
 
 def test_a_stub_skips_what_needs_it_and_an_error_fails_only_its_section(tmp_path, reference):
@@ -164,31 +178,36 @@ def test_a_stub_skips_what_needs_it_and_an_error_fails_only_its_section(tmp_path
         "ppo": "skipped",
         "masks": "failed",
         "rloo": "ran",
-    }
+    }, f"the stub skips GAE and PPO, the error fails only masks, the rest runs: {status}"
     line = "skipped: gae_advantages is not implemented yet — GUIDE.md §3 (run `kata hint gae`)"
     assert lines.count(line) == 2, (
         "the GAE example and PPO (which needs GAE) must each say why they are skipped"
     )
-    assert "failed: RuntimeError: a bug in the student code" in lines
+    assert "failed: RuntimeError: a bug in the student code" in lines, (
+        "the failed section prints its error:\n" + "\n".join(lines))
     assert code == 1, "a section that raises must make the lab exit 1"
     assert results["masks"]["mask"] == [[0, 0, 1, 1, 1, 0], [0, 1, 1, 0, 0, 0]], (
         "what ran before the error is kept"
     )
     # The same seeds in this process and in the reference's worker processes: the same numbers, bit for bit.
-    assert results["baselines"] == reference[3]["baselines"]
+    assert results["baselines"] == reference[3]["baselines"], (
+        "baselines in this process equal the reference's from worker processes, bit for bit")
     timeless = [
         {k: v for k, v in r["rloo"]["history"].items() if k != "elapsed_seconds"}
         for r in (results, reference[3])
     ]
-    assert timeless[0] == timeless[1]
-    assert results["rloo"]["first_rows"] == reference[3]["rloo"]["first_rows"]
+    assert timeless[0] == timeless[1], "the RLOO history (elapsed time aside) equals the reference's, bit for bit"
+    assert results["rloo"]["first_rows"] == reference[3]["rloo"]["first_rows"], (
+        "the RLOO first rows equal the reference's")
 
 
 def test_bad_arguments_exit_2(tmp_path, capsys):
-    assert main(profile="medium") == 2
-    assert "profile must be one of smoke, full" in capsys.readouterr().err
+    assert main(profile="medium") == 2, "an unknown profile exits 2"
+    assert "profile must be one of smoke, full" in capsys.readouterr().err, (
+        "an unknown profile is named on stderr with the valid ones")
     code, _ = run_lab(TINY, impl=str(tmp_path / "missing"), out=tmp_path / "out")
-    assert code == 2 and "--impl" in capsys.readouterr().err
+    assert code == 2 and "--impl" in capsys.readouterr().err, (
+        f"a missing --impl folder exits 2 and names --impl on stderr: {code}")
 
 
 def test_the_notebook_script_compiles_and_its_ipynb_is_in_step():

@@ -119,11 +119,12 @@ def _plan(layout: tuple[Path, Path]) -> list[stubs.Stub]:
 
 def test_a_missing_stub_is_written_and_a_current_one_left_as_it_is(layout, capsys):
     exercises = layout[1]
-    assert stubs.write(_plan(layout)) == 0
-    assert (exercises / "gae.py").read_text(encoding="utf-8") == STUB
-    assert stubs.write(_plan(layout)) == 0
-    assert "0 written, 0 left alone, 1 already up to date" in capsys.readouterr().out
-    assert stubs.check(_plan(layout)) == 0
+    assert stubs.write(_plan(layout)) == 0, "writing a missing stub succeeds"
+    assert (exercises / "gae.py").read_text(encoding="utf-8") == STUB, "the stub written is what the solution gives"
+    assert stubs.write(_plan(layout)) == 0, "writing again over an up-to-date stub succeeds"
+    assert "0 written, 0 left alone, 1 already up to date" in capsys.readouterr().out, (
+        "the second write reports the stub as already up to date")
+    assert stubs.check(_plan(layout)) == 0, "--check passes on the stub just written"
 
 
 def test_a_stub_that_differs_is_left_alone_without_force(layout, capsys):
@@ -143,8 +144,8 @@ def test_force_overwrites_and_keeps_a_dated_copy(layout):
     path.parent.mkdir()
     path.write_text("my work\n", encoding="utf-8")
     now = datetime(2026, 1, 2, 3, 4, 5, tzinfo=timezone.utc)
-    assert stubs.write(_plan(layout), force=True, now=now) == 0
-    assert path.read_text(encoding="utf-8") == STUB
+    assert stubs.write(_plan(layout), force=True, now=now) == 0, "--force overwrites a differing stub and succeeds"
+    assert path.read_text(encoding="utf-8") == STUB, "--force writes what the solution gives"
     copy = path.with_name("gae.py.bak-20260102T030405Z")
     assert copy.read_text(encoding="utf-8") == "my work\n", "--force must keep what it overwrote"
 
@@ -166,9 +167,9 @@ def test_check_only_reads(layout, capsys):
 
 def test_the_command_line(capsys):
     assert cli.main(["stubs", "--check"]) == 0, capsys.readouterr().out
-    assert "all 8 stubs" in capsys.readouterr().out
-    assert cli.main(["stubs", "--check", "gae", "reinforce"]) == 0
-    assert "all 2 stubs" in capsys.readouterr().out
+    assert "all 8 stubs" in capsys.readouterr().out, "`kata stubs --check` reports all 8 stubs up to date"
+    assert cli.main(["stubs", "--check", "gae", "reinforce"]) == 0, "`kata stubs --check gae reinforce` passes"
+    assert "all 2 stubs" in capsys.readouterr().out, "naming two concepts checks just those two stubs"
     with pytest.raises(SystemExit):
         cli.main(["stubs", "--check", "--force"])
     with pytest.raises(SystemExit):
