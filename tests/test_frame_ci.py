@@ -36,4 +36,5 @@ def test_torch_is_pinned_to_its_cpu_build():
 
 def test_ci_treats_no_tests_as_a_failure():
     run = (ROOT / ".ci" / "run").read_text()
-    assert '"$status" -eq 5' in run and "exit 1" in run
+    assert '"$status" -eq 5' in run and "exit 1" in run, (
+        "`.ci/run` turns pytest's exit status 5 (no tests collected) into a failure (exit 1)")

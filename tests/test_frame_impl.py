@@ -31,7 +31,8 @@ def copy_of_solutions(destination: Path) -> Path:
 
 def test_named_packages_load(impl):
     solutions = implementations.load("solutions")
-    assert solutions.package_name == "solutions"
+    assert solutions.package_name == "solutions", (
+        f"--impl solutions loads the package named solutions: {solutions.package_name!r}")
     np.testing.assert_allclose(solutions.gae_advantages(**GAE_EXAMPLE), [8.0, 100.0])
     exercises = implementations.load("exercises")
     with pytest.raises(NotImplementedError, match="not implemented yet: gae_advantages — GUIDE.md §3"):
@@ -77,16 +78,21 @@ def test_bad_implementation_specs_are_clear_errors(tmp_path):
 
 def test_the_environment_variable_sets_the_default(monkeypatch):
     monkeypatch.setenv(implementations.ENVIRONMENT_VARIABLE, "solutions")
-    assert implementations.default_spec() == "solutions"
-    assert implementations.load().package_name == "solutions"
+    assert implementations.default_spec() == "solutions", (
+        f"the environment variable set to solutions makes it the default: {implementations.default_spec()!r}")
+    assert implementations.load().package_name == "solutions", (
+        "load() without a spec loads the environment variable's package")
     monkeypatch.delenv(implementations.ENVIRONMENT_VARIABLE)
-    assert implementations.default_spec() == "exercises"
+    assert implementations.default_spec() == "exercises", (
+        f"without the environment variable the default is exercises: {implementations.default_spec()!r}")
 
 
 def test_a_mistake_is_bound_everywhere_in_a_private_copy():
     wrong = implementations.load("solutions", mistake="gae/recursion_leaks_across_cuts")
-    assert wrong.package_name != "solutions"
-    assert not np.allclose(wrong.gae_advantages(**GAE_EXAMPLE), [8.0, 100.0])
+    assert wrong.package_name != "solutions", (
+        f"a mistake is loaded under a private package name: {wrong.package_name!r}")
+    assert not np.allclose(wrong.gae_advantages(**GAE_EXAMPLE), [8.0, 100.0]), (
+        "the bound mistake changes gae_advantages' result on the worked example")
     right = implementations.load("solutions")
     np.testing.assert_allclose(right.gae_advantages(**GAE_EXAMPLE), [8.0, 100.0])
     with pytest.raises(ValueError, match="mistake must be"):
@@ -101,7 +107,8 @@ def test_pytest_impl_path_runs_the_tests_on_a_folder(tmp_path):
         cwd=ROOT, capture_output=True, text=True,
     )
     assert completed.returncode == 0, completed.stdout[-2000:] + completed.stderr[-2000:]
-    assert f"implementation {submission}" in completed.stdout or "passed" in completed.stdout
+    assert f"implementation {submission}" in completed.stdout or "passed" in completed.stdout, (
+        "the run names the implementation folder, or passes:\n" + completed.stdout[-2000:])
 
 
 def test_readme_form_pytest_impl_folder_outside_the_repository(tmp_path):
@@ -127,10 +134,12 @@ def test_readme_form_pytest_impl_folder_outside_the_repository(tmp_path):
 def test_only_a_folder_given_apart_from_impl_is_joined_to_it(tmp_path):
     from kata.pytest_options import joined_impl_arguments
 
-    assert joined_impl_arguments(["--impl", str(tmp_path), "-q"]) == [f"--impl={tmp_path}", "-q"]
+    assert joined_impl_arguments(["--impl", str(tmp_path), "-q"]) == [f"--impl={tmp_path}", "-q"], (
+        f"--impl FOLDER is joined into --impl=FOLDER: {joined_impl_arguments(['--impl', str(tmp_path), '-q'])}")
     assert joined_impl_arguments(["--impl", "solutions", "-n", "auto"]) is None, "a package name is no path"
-    assert joined_impl_arguments([f"--impl={tmp_path}"]) is None
-    assert joined_impl_arguments(["--", "--impl", str(tmp_path)]) is None
+    assert joined_impl_arguments([f"--impl={tmp_path}"]) is None, "an --impl already joined is left as it is"
+    assert joined_impl_arguments(["--", "--impl", str(tmp_path)]) is None, (
+        "arguments after -- are not pytest's options: left as they are")
 
 
 # ---- the manifest and the mirror -------------------------------------------------------------------------------
@@ -140,9 +149,10 @@ def test_the_manifest_lists_the_eight_concepts_in_teaching_order():
     assert [c.name for c in CONCEPTS] == [
         "reinforce", "baselines", "gae", "clipped_surrogate", "ppo_cartpole", "response_masks", "token_objectives",
         "rloo_loop",
-    ]
-    assert [c.number for c in CONCEPTS] == list(range(1, 9))
-    assert MAX_POINTS == 100.0
+    ], f"the eight concepts in teaching order: {[c.name for c in CONCEPTS]}"
+    assert [c.number for c in CONCEPTS] == list(range(1, 9)), (
+        f"concepts are numbered 1 to 8 in order: {[c.number for c in CONCEPTS]}")
+    assert MAX_POINTS == 100.0, f"the concepts' points add up to 100: {MAX_POINTS}"
     for concept in CONCEPTS:
         assert len(concept.hints) >= 3, f"{concept.name}: hints go from a nudge to nearly the answer"
         assert concept.mistakes, f"{concept.name}: list the mistakes its tests catch"
@@ -157,7 +167,8 @@ def test_the_guide_has_every_section_and_anchor():
 
 @pytest.mark.parametrize("concept", CONCEPTS, ids=lambda c: c.name)
 def test_exercises_and_solutions_mirror_each_other(concept):
-    assert (EXERCISES / f"{concept.name}.py").exists() == (SOLUTIONS / f"{concept.name}.py").exists()
+    assert (EXERCISES / f"{concept.name}.py").exists() == (SOLUTIONS / f"{concept.name}.py").exists(), (
+        f"{concept.name}.py exists in both exercises/ and solutions/, or in neither")
     if not (SOLUTIONS / f"{concept.name}.py").exists():
         pytest.skip(f"{concept.name} is not written yet")
     exercises = implementations.load("exercises").module(concept.name)

@@ -28,11 +28,14 @@ pytestmark = pytest.mark.frame
 @pytest.mark.parametrize("mode, budget", [("smoke", 30_000), ("full", 50_000)])
 def test_profiles(mode, budget):
     config = profile_config(mode, seed=11)
-    assert isinstance(config, PPOConfig) and config.seed == 11
+    assert isinstance(config, PPOConfig) and config.seed == 11, (
+        f"profile_config gives a PPOConfig with the seed asked for: {config!r}")
     assert config.num_updates * config.batch_size <= budget, f"the {mode} profile must stay within {budget} steps"
-    assert config.evaluation_episodes == 10 and config.max_episode_steps == 500
+    assert config.evaluation_episodes == 10 and config.max_episode_steps == 500, (
+        f"10 evaluation episodes of at most 500 steps: {config.evaluation_episodes}, {config.max_episode_steps}")
     quick = dataclasses.replace(config, evaluation_every=2)
-    assert quick.evaluation_every == 2 and quick.seed == 11
+    assert quick.evaluation_every == 2 and quick.seed == 11, (
+        f"dataclasses.replace changes only the field named: {quick.evaluation_every}, {quick.seed}")
 
 
 def test_profile_and_config_checks():
@@ -69,7 +72,8 @@ def test_aggregate_puts_nan_where_a_run_was_not_evaluated():
 def test_late_evaluation_minimum_reads_the_last_fifth():
     run = _run([100, 200, 300, 400, 500, 600, 700, 800, 900, 1000],
                [1.0, 500.0, 2.0, math.nan, 3.0, 500.0, 4.0, 480.0, math.nan, 490.0])
-    assert late_evaluation_minimum(run) == 480.0
+    assert late_evaluation_minimum(run) == 480.0, (
+        f"the minimum of the evaluations in the last fifth, NaNs skipped: {late_evaluation_minimum(run)}")
 
 
 def test_networks_are_orthogonal_and_seeded():
@@ -80,11 +84,14 @@ def test_networks_are_orthogonal_and_seeded():
     head = actor.net[-1].weight.detach()
     np.testing.assert_allclose((head @ head.T).numpy(), 1e-4 * np.eye(2), atol=1e-8,
                                err_msg="policy head: orthogonal with gain 0.01 (a near-uniform first policy)")
-    assert all(float(layer.bias.detach().abs().max()) == 0.0 for layer in actor.net if hasattr(layer, "bias"))
+    assert all(float(layer.bias.detach().abs().max()) == 0.0 for layer in actor.net if hasattr(layer, "bias")), (
+        "every bias starts at zero")
     again = Actor(4, 2, (64, 64), torch.Generator().manual_seed(0))
-    assert all(torch.equal(a, b) for a, b in zip(actor.parameters(), again.parameters()))
+    assert all(torch.equal(a, b) for a, b in zip(actor.parameters(), again.parameters())), (
+        "the same generator seed gives the same actor")
     critic = Critic(4, (8,), torch.Generator().manual_seed(0))
-    assert critic(torch.zeros(5, 4)).shape == (5,)
+    assert critic(torch.zeros(5, 4)).shape == (5,), (
+        f"the critic gives one value per observation: {tuple(critic(torch.zeros(5, 4)).shape)}")
 
 
 def test_numpy_snapshot_matches_the_actor():
@@ -138,14 +145,16 @@ def test_rollout_storage_keeps_final_observations_and_flags_apart():
     np.testing.assert_allclose(batch.old_log_probs.numpy(), log_probs.numpy(), rtol=1e-5, atol=1e-6,
                                err_msg="old_log_probs are log pi(a_t|s_t) of the policy that acted")
     assert seen["last_values"].shape == (3,), "one V(last observation) per environment"
-    assert float(batch.old_log_probs.max()) <= 0.0
+    assert float(batch.old_log_probs.max()) <= 0.0, (
+        f"old_log_probs are log-probabilities (<= 0): max {float(batch.old_log_probs.max())}")
 
 
 def test_greedy_evaluation_is_deterministic_and_capped():
     policy = PolicySnapshot(Actor(4, 2, (8,), torch.Generator().manual_seed(3)))
     first = evaluate_together([policy], episodes=4, seed=9, max_episode_steps=50)
     np.testing.assert_array_equal(first, evaluate_together([policy], episodes=4, seed=9, max_episode_steps=50))
-    assert first.shape == (1, 4) and np.all((first >= 1) & (first <= 50))
+    assert first.shape == (1, 4) and np.all((first >= 1) & (first <= 50)), (
+        f"one row per policy, one return per episode, each in [1, 50]: {first}")
 
 
 def _actors(count: int) -> list[Actor]:
@@ -202,5 +211,7 @@ def test_evaluations_batched_or_not_give_the_same_history(per_batch):
     evaluated = np.isfinite(batched["history"]["evaluation_mean"])
     assert list(np.flatnonzero(evaluated) + 1) == [2, 4, 6, 7], "every second update, and the last"
     # progress sees every row once, in order, and only complete: an evaluated row arrives with its evaluation.
-    assert [row["update"] for row in rows] == list(range(1, 8))
-    assert [math.isfinite(row["evaluation_mean"]) for row in rows] == list(evaluated)
+    assert [row["update"] for row in rows] == list(range(1, 8)), (
+        f"progress sees every update once, in order: {[row['update'] for row in rows]}")
+    assert [math.isfinite(row["evaluation_mean"]) for row in rows] == list(evaluated), (
+        "an evaluated row reaches progress with its evaluation, never before it")
