@@ -27,64 +27,73 @@ ROOT = status.REPOSITORY_ROOT
 
 
 def test_list_shows_the_eight_concepts_in_order(capsys):
-    assert cli.main(["list"]) == 0
+    assert cli.main(["list"]) == 0, "`kata list` exits 0"
     lines = capsys.readouterr().out.splitlines()
     rows = lines[1:1 + len(CONCEPTS)]
     for row, c in zip(rows, CONCEPTS):
-        assert row.split()[:3] == [str(c.number), c.name, f"{c.points:g}"]
-        assert c.guide_section in row and c.title in row
-    assert f"{MAX_POINTS:g} points" in lines[-1]
+        assert row.split()[:3] == [str(c.number), c.name, f"{c.points:g}"], f"a row reads number, name, points: {row!r}"
+        assert c.guide_section in row and c.title in row, (
+            f"the row of {c.name} names its GUIDE.md section and title: {row!r}")
+    assert f"{MAX_POINTS:g} points" in lines[-1], f"the last line gives the total points: {lines[-1]!r}"
 
 
 def test_hint_goes_one_level_at_a_time(capsys):
     gae = concept("gae")
-    assert cli.main(["hint", "gae"]) == 0
+    assert cli.main(["hint", "gae"]) == 0, "`kata hint gae` exits 0"
     out = capsys.readouterr().out
-    assert f"hint 1 of {len(gae.hints)}" in out and gae.hints[0].split()[0] in out
+    assert f"hint 1 of {len(gae.hints)}" in out and gae.hints[0].split()[0] in out, (
+        f"the first hint says 'hint 1 of N' and shows hint 1: {out!r}")
     assert "kata hint gae --level 2" in out, "the student is told how to get the next hint"
-    assert cli.main(["hint", "gae", "--level", str(len(gae.hints))]) == 0
+    assert cli.main(["hint", "gae", "--level", str(len(gae.hints))]) == 0, (
+        "`kata hint gae --level N` (the last) exits 0")
     out = capsys.readouterr().out
-    assert "last hint" in out and "--level" not in out.split("\n\n")[-1]
+    assert "last hint" in out and "--level" not in out.split("\n\n")[-1], (
+        f"the last hint says so and offers no further --level: {out!r}")
 
 
 @pytest.mark.parametrize("level", [0, 99])
 def test_hint_level_out_of_range_says_how_many_there_are(capsys, level):
-    assert cli.main(["hint", "baselines", "--level", str(level)]) == 2
-    assert f"has {len(concept('baselines').hints)} hints" in capsys.readouterr().err
+    assert cli.main(["hint", "baselines", "--level", str(level)]) == 2, f"--level {level} is out of range: exit 2"
+    assert f"has {len(concept('baselines').hints)} hints" in capsys.readouterr().err, (
+        "the error says how many hints there are")
 
 
 @pytest.mark.parametrize("command", [["hint", "gea"], ["check", "gea"], ["watch", "gea"], ["grade", "--concepts", "gea"]])
 def test_an_unknown_concept_lists_the_valid_names(capsys, command):
     with pytest.raises(SystemExit) as exit_info:
         cli.main(command)
-    assert exit_info.value.code == 2
+    assert exit_info.value.code == 2, f"an unknown concept is a usage error (exit 2): {exit_info.value.code}"
     err = capsys.readouterr().err
-    assert "unknown concept 'gea'" in err and all(c.name in err for c in CONCEPTS)
+    assert "unknown concept 'gea'" in err and all(c.name in err for c in CONCEPTS), (
+        f"the error names the unknown concept and lists the valid ones: {err!r}")
 
 
 @pytest.mark.parametrize("command", ["list", "hint", "status", "check", "watch", "grade", "lab"])
 def test_every_subcommand_has_complete_help(capsys, command):
     with pytest.raises(SystemExit) as exit_info:
         cli.main([command, "--help"])
-    assert exit_info.value.code == 0
-    assert len(capsys.readouterr().out.split()) > 20
+    assert exit_info.value.code == 0, f"`kata {command} --help` exits 0: {exit_info.value.code}"
+    assert len(capsys.readouterr().out.split()) > 20, f"`kata {command} --help` says more than a line"
 
 
 def test_grade_help_documents_points_statuses_and_the_risk(capsys):
     with pytest.raises(SystemExit):
         cli.main(["grade", "--help"])
     text = " ".join(capsys.readouterr().out.split())
-    assert "partial credit" in text and "points * passed / (passed + failed)" in text
+    assert "partial credit" in text and "points * passed / (passed + failed)" in text, (
+        f"the help gives the partial credit formula: {text!r}")
     for word in ("passed", "failed", "error", "timeout", "--json", "--csv", "--gradescope", "--jobs"):
-        assert word in text
+        assert word in text, f"the help documents {word}"
     assert "container" in text, "the help says untrusted code belongs in a container"
 
 
 def test_gradescope_takes_one_submission(capsys):
     with pytest.raises(SystemExit) as exit_info:
         cli.main(["grade", "a", "b", "--gradescope", "results.json"])
-    assert exit_info.value.code == 2
-    assert "exactly one SUBMISSION" in capsys.readouterr().err
+    assert exit_info.value.code == 2, (
+        f"--gradescope with two submissions is a usage error (exit 2): {exit_info.value.code}")
+    assert "exactly one SUBMISSION" in capsys.readouterr().err, (
+        "the error says --gradescope takes exactly one SUBMISSION")
 
 
 def test_grade_skips_what_is_not_a_folder_and_says_what_it_grades_by_default(tmp_path, monkeypatch, capsys):
@@ -94,14 +103,17 @@ def test_grade_skips_what_is_not_a_folder_and_says_what_it_grades_by_default(tmp
     monkeypatch.setattr(grade, "grade_all", lambda submissions, grader, **_: graded.extend(submissions) or [])
     (tmp_path / "student-1").mkdir()
     (tmp_path / "grades.csv").write_text("submission\n")
-    assert cli.main(["grade", str(tmp_path / "student-1"), str(tmp_path / "grades.csv")]) == 0
-    assert graded == [str(tmp_path / "student-1")]
-    assert f"skipped {tmp_path / 'grades.csv'}: not a folder" in capsys.readouterr().err
+    assert cli.main(["grade", str(tmp_path / "student-1"), str(tmp_path / "grades.csv")]) == 0, (
+        "`kata grade FOLDER FILE` exits 0")
+    assert graded == [str(tmp_path / "student-1")], f"only the folder is graded: {graded}"
+    assert f"skipped {tmp_path / 'grades.csv'}: not a folder" in capsys.readouterr().err, (
+        "a file given as a submission is skipped, and said so")
     monkeypatch.chdir(ROOT)
     graded.clear()
-    assert cli.main(["grade"]) == 0
-    assert graded == ["./exercises"]
-    assert "grading your own ./exercises" in capsys.readouterr().err
+    assert cli.main(["grade"]) == 0, "`kata grade` without submissions exits 0"
+    assert graded == ["./exercises"], f"`kata grade` alone grades ./exercises: {graded}"
+    assert "grading your own ./exercises" in capsys.readouterr().err, (
+        "`kata grade` alone says it grades your own ./exercises")
 
 
 def test_delegated_commands_reach_their_modules(monkeypatch):
@@ -109,8 +121,8 @@ def test_delegated_commands_reach_their_modules(monkeypatch):
 
     seen = []
     monkeypatch.setattr(kata.mistakes, "main", lambda argv: seen.append(argv) or 0)
-    assert cli.main(["mistakes", "gae", "--jobs", "1"]) == 0
-    assert seen == [["gae", "--jobs", "1"]]
+    assert cli.main(["mistakes", "gae", "--jobs", "1"]) == 0, "`kata mistakes` returns its module's exit status"
+    assert seen == [["gae", "--jobs", "1"]], f"`kata mistakes` hands its arguments on unchanged: {seen}"
 
 
 def option(command: list[str], flag: str) -> str:
@@ -123,18 +135,21 @@ def test_lab_hands_its_options_to_the_lab(monkeypatch):
 
     seen = []
     monkeypatch.setattr(kata.lab, "main", lambda **options: seen.append(options) or 0)
-    assert cli.main(["lab"]) == 0
-    assert cli.main(["lab", "--profile", "full", "--impl", "exercises", "--out", "x", "--jobs", "1"]) == 0
+    assert cli.main(["lab"]) == 0, "`kata lab` exits 0"
+    assert cli.main(["lab", "--profile", "full", "--impl", "exercises", "--out", "x", "--jobs", "1"]) == 0, (
+        "`kata lab` with every option exits 0")
     assert seen == [dict(profile="smoke", impl="solutions", out=None, jobs=None),
-                    dict(profile="full", impl="exercises", out="x", jobs=1)]
+                    dict(profile="full", impl="exercises", out="x", jobs=1)], (
+        f"the lab gets smoke/solutions by default and the options given: {seen}")
 
 
 def test_check_leaves_slow_tests_out_unless_asked():
     quick = cli._pytest_command(concept("gae"), slow=False)
-    assert option(quick, "-m") == "gae and not slow"
+    assert option(quick, "-m") == "gae and not slow", f"kata check leaves slow tests out: -m {option(quick, '-m')!r}"
     assert option(quick, "--impl") == "exercises", "kata check always checks the student's exercises/"
     assert float(option(quick, "--kata-test-timeout")) > 0, "an endless loop under Hypothesis must not hang check"
-    assert option(cli._pytest_command(concept("gae"), slow=True), "-m") == "gae"
+    assert option(cli._pytest_command(concept("gae"), slow=True), "-m") == "gae", (
+        "kata check --slow selects every test of the concept")
 
 
 def test_status_imports_neither_torch_nor_pytest(tmp_path):
@@ -144,8 +159,8 @@ def test_status_imports_neither_torch_nor_pytest(tmp_path):
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=environment,
                          timeout=60, check=True).stdout
     assert "HEAVY []" in out, "kata status must answer at once: it may not import torch, numpy or pytest"
-    assert all(c.name in out for c in CONCEPTS)
-    assert "Next:" in out or "Every concept is done" in out
+    assert all(c.name in out for c in CONCEPTS), f"kata status lists every concept: {out!r}"
+    assert "Next:" in out or "Every concept is done" in out, f"kata status ends with the next step: {out!r}"
 
 
 # ---- the state of a concept --------------------------------------------------------------------------------------
@@ -206,35 +221,42 @@ def write_solution(layout) -> None:
 
 def test_source_analysis_tells_stubs_from_written_and_ready_made_code(layout):
     source = status.analyse_source(layout["exercises"] / "gae.py", layout["solutions"] / "gae.py")
-    assert source.stubs == ("gae_advantages",) and source.written == ()
+    assert source.stubs == ("gae_advantages",) and source.written == (), (
+        f"the stub is a stub and nothing is written: {source.stubs}, {source.written}")
     assert source.not_started, "a loop identical to the reference's is ready-made, not the student's work"
     write_solution(layout)
     source = status.analyse_source(layout["exercises"] / "gae.py", layout["solutions"] / "gae.py")
-    assert (source.stubs, source.written, source.not_started) == ((), ("gae_advantages",), False)
+    assert (source.stubs, source.written, source.not_started) == ((), ("gae_advantages",), False), (
+        f"written code is told from stubs: {(source.stubs, source.written, source.not_started)}")
 
 
 def test_states_from_not_started_to_done(layout):
-    assert state_of(layout).label == "not started"
+    assert state_of(layout).label == "not started", f"an untouched stub is not started: {state_of(layout).label!r}"
     write_solution(layout)
-    assert state_of(layout).label == "not checked yet"
+    assert state_of(layout).label == "not checked yet", (
+        f"written code without results is not checked yet: {state_of(layout).label!r}")
     record(layout, {"t1": "passed", "t2": "failed", "t3": "failed"})
     state = state_of(layout)
-    assert (state.label, state.done, state.message) == ("failing 2 of 3", False, "AssertionError: t2 is wrong")
+    assert (state.label, state.done, state.message) == ("failing 2 of 3", False, "AssertionError: t2 is wrong"), (
+        f"one test passing of three, with the first failure's message: {(state.label, state.done, state.message)}")
     record(layout, {"t2": "passed", "t3": "passed"})  # the same code: merged test by test
-    assert (state_of(layout).label, state_of(layout).done) == ("done", True)
+    assert (state_of(layout).label, state_of(layout).done) == ("done", True), (
+        f"results of the same code are merged test by test: {state_of(layout).label!r}")
     (layout["exercises"] / "gae.py").write_text(STUB.replace('raise not_implemented("gae_advantages")', "return []"))
-    assert state_of(layout).label == "changed since last check"
+    assert state_of(layout).label == "changed since last check", (
+        f"an edit after the check makes the results stale: {state_of(layout).label!r}")
 
 
 def test_a_change_in_an_imported_sibling_or_the_tests_makes_results_stale(layout):
     write_solution(layout)
     record(layout, {"t1": "passed"})
-    assert state_of(layout).done
+    assert state_of(layout).done, f"every test passing is done: {state_of(layout).label!r}"
     (layout["exercises"] / "helpers.py").write_text("def clip(x):\n    return -x\n")
     assert state_of(layout).label == "changed since last check", "gae imports helpers: its results depend on it"
     record(layout, {"t1": "passed"})
     (layout["tests"] / "test_gae.py").write_text("def test_gae(): assert False\n")
-    assert state_of(layout).label == "changed since last check"
+    assert state_of(layout).label == "changed since last check", (
+        f"a change in the tests makes the results stale: {state_of(layout).label!r}")
 
 
 def test_slow_tests_are_not_needed_for_done_but_count_when_they_fail(layout):
@@ -242,7 +264,7 @@ def test_slow_tests_are_not_needed_for_done_but_count_when_they_fail(layout):
     record(layout, {"quick": "passed", "training": None}, slow=frozenset({"training"}))
     assert state_of(layout).done, "a concept is done once every test not marked slow passed"
     record(layout, {"training": "failed"}, slow=frozenset({"training"}))
-    assert state_of(layout).label == "failing 1 of 2"
+    assert state_of(layout).label == "failing 1 of 2", f"a slow test failing counts: {state_of(layout).label!r}"
 
 
 def test_a_run_of_single_tests_never_starts_a_record(layout):
@@ -259,39 +281,48 @@ def test_a_run_of_single_tests_never_starts_a_record(layout):
 def test_tests_not_run_yet_keep_a_concept_from_done(layout):
     write_solution(layout)
     record(layout, {"t1": "passed", "t2": None})
-    assert (state_of(layout).label, state_of(layout).done) == ("passing 1, 1 not run yet", False)
+    assert (state_of(layout).label, state_of(layout).done) == ("passing 1, 1 not run yet", False), (
+        f"a test not run yet keeps the concept from done: {state_of(layout).label!r}")
 
 
 def test_missing_and_unparsable_modules(layout):
     (layout["exercises"] / "gae.py").write_text("def gae_advantages(:\n")
-    assert state_of(layout).label.startswith("syntax error (line 1")
+    assert state_of(layout).label.startswith("syntax error (line 1"), (
+        f"a module that does not parse says syntax error and its line: {state_of(layout).label!r}")
     (layout["exercises"] / "gae.py").unlink()
-    assert state_of(layout).label.startswith("missing")
+    assert state_of(layout).label.startswith("missing"), f"a missing module says missing: {state_of(layout).label!r}"
 
 
 def test_an_unreadable_progress_file_is_no_results(layout):
     layout["progress"].write_text("{not json")
-    assert status.load_progress(layout["progress"]) == {}
-    assert state_of(layout).label == "not started"
+    assert status.load_progress(layout["progress"]) == {}, "an unreadable progress file reads as no results"
+    assert state_of(layout).label == "not started", (
+        f"with no results, an untouched stub is not started: {state_of(layout).label!r}")
 
 
 def test_next_concept_is_the_first_not_done():
     states = [status.ConceptState(c, "done" if c.number < 3 else "not started", done=c.number < 3)
               for c in CONCEPTS]
-    assert status.next_concept(states).name == "gae"
-    assert status.next_concept([status.ConceptState(c, "done", True) for c in CONCEPTS]) is None
+    assert status.next_concept(states).name == "gae", (
+        f"the next concept is the first not done: {status.next_concept(states).name!r}")
+    assert status.next_concept([status.ConceptState(c, "done", True) for c in CONCEPTS]) is None, (
+        "when every concept is done there is no next one")
 
 
 # ---- the plugin: classification and the per-test deadline --------------------------------------------------------
 
 
 def test_failures_are_classified_for_the_grader():
-    assert progress.classify(progress.TestTimeout("timed out: 3 s"))[0] == "timeout"
+    assert progress.classify(progress.TestTimeout("timed out: 3 s"))[0] == "timeout", (
+        "a TestTimeout is classified as timeout")
     group = ExceptionGroup("two", [ValueError("x"), ImplementationImportError("gae.py could not be imported")])
-    assert progress.classify(group) == ("import_error", "gae.py could not be imported")
-    assert progress.classify(not_implemented("gae_advantages"))[0] == "not_implemented"
+    assert progress.classify(group) == ("import_error", "gae.py could not be imported"), (
+        f"an import error inside an exception group is classified with its message: {progress.classify(group)}")
+    assert progress.classify(not_implemented("gae_advantages"))[0] == "not_implemented", (
+        "a stub's NotImplementedError is classified as not_implemented")
     kind, message = progress.classify(AssertionError("the recursion leaks across trace_cuts\nassert 1 == 2"))
-    assert (kind, message) == ("failed", "AssertionError: the recursion leaks across trace_cuts")
+    assert (kind, message) == ("failed", "AssertionError: the recursion leaks across trace_cuts"), (
+        f"an assertion is failed, with the first line of its message: {(kind, message)}")
 
 
 def test_the_deadline_stops_hanging_code_even_under_hypothesis():
@@ -323,9 +354,10 @@ def test_watch_reruns_after_a_change_and_stops_on_ctrl_c(tmp_path):
         if len(sleeps) > 10:
             raise KeyboardInterrupt
 
-    assert watch.watch(lambda: runs.append(1), tmp_path, interval=0.1, sleep=fake_sleep, say=said.append) == 0
+    assert watch.watch(lambda: runs.append(1), tmp_path, interval=0.1, sleep=fake_sleep, say=said.append) == 0, (
+        "Ctrl-C stops watch with exit 0")
     assert len(runs) == 2, "one run at the start, one after the edit, none while nothing changes"
-    assert said[-1].strip() == "stopped watching"
+    assert said[-1].strip() == "stopped watching", f"watch says it stopped: {said[-1]!r}"
 
 
 # ---- kata check end to end ---------------------------------------------------------------------------------------
@@ -337,7 +369,8 @@ def test_kata_check_runs_one_concept_and_records_it_for_status(tmp_path):
     completed = subprocess.run([sys.executable, "-m", "kata", "check", "baselines"], cwd=tmp_path,
                                capture_output=True, text=True, env=environment, timeout=600)
     assert completed.returncode in (0, 1), completed.stdout + completed.stderr
-    assert completed.stdout.startswith("kata check: 2. baselines")
+    assert completed.stdout.startswith("kata check: 2. baselines"), (
+        f"kata check's output starts with the concept's number and name: {completed.stdout[:200]!r}")
     recorded = json.loads((tmp_path / "progress.json").read_text())["concepts"]
     assert list(recorded) == ["baselines"], "only the concept that ran is recorded"
     outcomes = [t["outcome"] for t in recorded["baselines"]["tests"].values() if not t["slow"]]
@@ -345,4 +378,5 @@ def test_kata_check_runs_one_concept_and_records_it_for_status(tmp_path):
     state = next(s for s in status.all_states(progress=tmp_path / "progress.json") if s.concept.name == "baselines")
     assert state.label != "changed since last check", "the record's fingerprint is the one status computes"
     last = completed.stdout.strip().splitlines()[-1]
-    assert ("Next:" in last or "Every concept is done" in last) if completed.returncode == 0 else "kata hint" in last
+    assert ("Next:" in last or "Every concept is done" in last) if completed.returncode == 0 else "kata hint" in last, (
+        f"the last line gives the next step when passing, the hint command when failing: {last!r}")
