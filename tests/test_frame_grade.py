@@ -229,15 +229,17 @@ def summary(**counts):
 )
 def test_points_are_partial_credit_and_zero_for_error_and_timeout(counts, points, status):
     result = grade.concept_result(concept("baselines"), summary(**counts))
-    assert result.max_points == 10.0
+    assert result.max_points == 10.0, f"baselines is worth 10 points: {result.max_points}"
     assert result.points == pytest.approx(points), "points are max_points * passed / (passed + failed)"
-    assert result.status == status
+    assert result.status == status, f"{counts} has status {status!r}: {result.status!r}"
 
 
 def test_a_concept_without_a_summary_is_an_error():
     result = grade.concept_result(concept("gae"), None)
-    assert (result.status, result.points, result.max_points) == ("error", 0.0, 15.0)
-    assert "tests/test_gae.py" in result.message
+    assert (result.status, result.points, result.max_points) == ("error", 0.0, 15.0), (
+        f"no summary: an error worth 0 of gae's 15: {(result.status, result.points, result.max_points)}")
+    assert "tests/test_gae.py" in result.message, (
+        f"the message names the test file that gave no summary: {result.message!r}")
 
 
 def made_up_results() -> list[grade.SubmissionResult]:
@@ -255,24 +257,33 @@ def made_up_results() -> list[grade.SubmissionResult]:
 
 def test_json_report_has_exactly_the_documented_shape():
     data = json.loads(json.dumps(grade.to_json(made_up_results())))
-    assert list(data) == ["submissions"]
+    assert list(data) == ["submissions"], f"the JSON report has one top-level key, submissions: {list(data)}"
     first = data["submissions"][0]
-    assert set(first) == {"submission", "graded", "total", "max_total", "notes", "concepts"}
-    assert (first["submission"], first["total"], first["max_total"]) == ("subs/alice", 17.5, 25.0)
-    assert first["concepts"]["gae"]["diagnoses"] == ["gae/recursion_leaks_across_cuts"]
+    assert set(first) == {"submission", "graded", "total", "max_total", "notes", "concepts"}, (
+        f"a submission's documented fields: {sorted(first)}")
+    assert (first["submission"], first["total"], first["max_total"]) == ("subs/alice", 17.5, 25.0), (
+        f"the submission, its total and its maximum: {(first['submission'], first['total'], first['max_total'])}")
+    assert first["concepts"]["gae"]["diagnoses"] == ["gae/recursion_leaks_across_cuts"], (
+        f"a concept's diagnoses are in the JSON: {first['concepts']['gae'].get('diagnoses')}")
     for result in first["concepts"].values():
         assert set(result) - {"diagnoses"} == {"points", "max_points", "passed", "failed", "status", "message",
-                                               "chained_status", "chained_message"}
+                                               "chained_status", "chained_message"}, (
+            f"a concept's documented fields: {sorted(result)}")
         assert result["chained_status"] == result["status"], "no chain run: the chained status is the status"
-        assert isinstance(result["points"], float) and isinstance(result["passed"], int)
-    assert {r["status"] for s in data["submissions"] for r in s["concepts"].values()} <= set(grade.STATUSES)
+        assert isinstance(result["points"], float) and isinstance(result["passed"], int), (
+            f"points are a float, passed an int: {result['points']!r}, {result['passed']!r}")
+    assert {r["status"] for s in data["submissions"] for r in s["concepts"].values()} <= set(grade.STATUSES), (
+        "every status is one of grade.STATUSES")
 
 
 def test_csv_has_one_row_per_submission_and_a_column_per_concept():
     rows = list(csv.reader(io.StringIO(grade.to_csv(made_up_results(), [concept("reinforce"), concept("gae")]))))
-    assert rows[0] == ["submission", "reinforce", "gae", "total", "max_total", "diagnoses", "notes"]
-    assert rows[1] == ["subs/alice", "10", "7.5", "17.5", "25", "gae/recursion_leaks_across_cuts", ""]
-    assert rows[2] == ["subs/bob", "0", "0", "0", "25", "", ""]
+    assert rows[0] == ["submission", "reinforce", "gae", "total", "max_total", "diagnoses", "notes"], (
+        f"the header: submission, a column per concept, total, max_total, diagnoses, notes: {rows[0]}")
+    assert rows[1] == ["subs/alice", "10", "7.5", "17.5", "25", "gae/recursion_leaks_across_cuts", ""], (
+        f"a graded row, with its diagnosis: {rows[1]}")
+    assert rows[2] == ["subs/bob", "0", "0", "0", "25", "", ""], (
+        f"a row of zeros for a submission that scored nothing: {rows[2]}")
 
 
 def test_a_submission_not_graded_is_blank_never_zero_and_a_chain_that_differs_is_said_everywhere():
@@ -280,26 +291,36 @@ def test_a_submission_not_graded_is_blank_never_zero_and_a_chain_that_differs_is
     alice.concepts["gae"].chained_status = "failed"
     alice.concepts["gae"].chained_message = grade.chained_sentence("gae", "passed", "failed", [("reinforce", "failed")])
     assert alice.concepts["gae"].chained_message == (
-        "gae passes on its own code; with your reinforce it fails (reinforce is wrong)")
+        "gae passes on its own code; with your reinforce it fails (reinforce is wrong)"), (
+        f"the chain's sentence says which concept is wrong: {alice.concepts['gae'].chained_message!r}")
     results = [alice, grade.not_graded("subs/carol", "not graded (interrupted)")]
     concepts = [concept("reinforce"), concept("gae")]
     rows = list(csv.reader(io.StringIO(grade.to_csv(results, concepts))))
     assert rows[2] == ["subs/carol", "", "", "", "", "", "not graded (interrupted)"], "blank, never 0"
-    assert rows[1][-1] == alice.concepts["gae"].chained_message
+    assert rows[1][-1] == alice.concepts["gae"].chained_message, (
+        f"the notes column carries the chain's sentence: {rows[1][-1]!r}")
     data = grade.to_json(results)["submissions"]
-    assert data[0]["concepts"]["gae"]["chained_status"] == "failed" and data[0]["concepts"]["gae"]["status"] == "failed"
-    assert (data[1]["graded"], data[1]["total"], data[1]["concepts"]) == (False, None, {})
-    assert alice.concepts["gae"].chained_message in grade.markdown(results, concepts)
-    assert alice.concepts["gae"].chained_message in grade.to_gradescope(alice, concepts)["tests"][1]["output"]
+    assert (data[0]["concepts"]["gae"]["chained_status"] == "failed"
+            and data[0]["concepts"]["gae"]["status"] == "failed"), (
+        f"a failing chain makes the concept fail in the JSON: {data[0]['concepts']['gae']}")
+    assert (data[1]["graded"], data[1]["total"], data[1]["concepts"]) == (False, None, {}), (
+        f"not graded: graded false, total null, no concepts: {data[1]}")
+    assert alice.concepts["gae"].chained_message in grade.markdown(results, concepts), (
+        "the markdown report carries the chain's sentence")
+    assert alice.concepts["gae"].chained_message in grade.to_gradescope(alice, concepts)["tests"][1]["output"], (
+        "the Gradescope output of the concept carries the chain's sentence")
     alice.concepts["gae"].extra["diagnoses"] = ["a later tool's finding"]
-    assert grade.to_json(results)["submissions"][0]["concepts"]["gae"]["diagnoses"] == ["a later tool's finding"]
+    assert grade.to_json(results)["submissions"][0]["concepts"]["gae"]["diagnoses"] == ["a later tool's finding"], (
+        "the JSON reports the diagnoses present when it is written")
 
 
 def test_gradescope_results_have_a_test_per_concept_and_the_score():
     data = grade.to_gradescope(made_up_results()[0], [concept("reinforce"), concept("gae")])
-    assert data["score"] == 17.5
-    assert [(t["score"], t["max_score"]) for t in data["tests"]] == [(10.0, 10.0), (7.5, 15.0)]
-    assert all(t["name"] and t["output"] and t["visibility"] == "visible" for t in data["tests"])
+    assert data["score"] == 17.5, f"the Gradescope score is the total: {data['score']}"
+    assert [(t["score"], t["max_score"]) for t in data["tests"]] == [(10.0, 10.0), (7.5, 15.0)], (
+        f"one Gradescope test per concept with its points: {[(t['score'], t['max_score']) for t in data['tests']]}")
+    assert all(t["name"] and t["output"] and t["visibility"] == "visible" for t in data["tests"]), (
+        f"every test has a name, an output and is visible: {data['tests']}")
     assert "the recursion | leaks" in data["tests"][1]["output"], "the first failure is shown to the student"
     assert data["tests"][1]["output"].splitlines()[2] == (
         "your code behaves like the catalogued mistake 'the backward recursion continues across a trace cut' "
@@ -309,12 +330,15 @@ def test_gradescope_results_have_a_test_per_concept_and_the_score():
 def test_markdown_table_and_problems():
     text = grade.markdown(made_up_results(), [concept("reinforce"), concept("gae")])
     lines = text.splitlines()
-    assert lines[0] == "| submission | reinforce | gae | total |"
-    assert lines[2] == "| subs/alice | 10/10 | 7.5/15 failed | 17.5/25 |"
-    assert "- gae (failed, 6 of 12 passed): AssertionError: the recursion \\| leaks" in lines
+    assert lines[0] == "| submission | reinforce | gae | total |", f"the markdown header: {lines[0]!r}"
+    assert lines[2] == "| subs/alice | 10/10 | 7.5/15 failed | 17.5/25 |", (
+        f"a row shows points/max and the status of a concept not passed: {lines[2]!r}")
+    assert "- gae (failed, 6 of 12 passed): AssertionError: the recursion \\| leaks" in lines, (
+        f"a problem line: concept, status, count passed, first failure (| escaped): {lines}")
     assert ("- gae: your code behaves like the catalogued mistake 'the backward recursion continues across a trace "
-            "cut' (gae/recursion_leaks_across_cuts): `kata hint gae --level 3`") in lines
-    assert "- reinforce (timeout, no test ran): timed out" in lines
+            "cut' (gae/recursion_leaks_across_cuts): `kata hint gae --level 3`") in lines, (
+        f"a diagnosis line names the catalogued mistake and its hint: {lines}")
+    assert "- reinforce (timeout, no test ran): timed out" in lines, f"a timeout with no test run is said so: {lines}"
 
 
 def test_reports_are_written_where_asked(tmp_path):
@@ -322,8 +346,10 @@ def test_reports_are_written_where_asked(tmp_path):
                  gradescope_path=tmp_path / "results.json")
     written = grade.write_reports(made_up_results(), concepts=[concept("reinforce"), concept("gae")],
                                   **{k: str(v) for k, v in paths.items()})
-    assert sorted(written) == sorted(paths.values())
-    assert json.loads(paths["gradescope_path"].read_text())["score"] == 17.5
+    assert sorted(written) == sorted(paths.values()), (
+        f"every report asked for is written, at its path: {sorted(written)}")
+    assert json.loads(paths["gradescope_path"].read_text())["score"] == 17.5, (
+        "the Gradescope file holds the submission's score")
 
 
 def test_a_folder_that_is_not_a_submission_is_an_error_for_every_concept(tmp_path):
@@ -331,8 +357,10 @@ def test_a_folder_that_is_not_a_submission_is_an_error_for_every_concept(tmp_pat
     grader = grade.Grader(concepts=MINI_CONCEPTS)
     for path in (tmp_path / "missing", tmp_path / "empty"):
         result = grader.grade(path)
-        assert [r.status for r in result.concepts.values()] == ["error"] * 3
-        assert result.total == 0 and result.max_total == MINI_MAX
+        assert [r.status for r in result.concepts.values()] == ["error"] * 3, (
+            f"{path.name}: every concept is an error: {[r.status for r in result.concepts.values()]}")
+        assert result.total == 0 and result.max_total == MINI_MAX, (
+            f"{path.name}: no points, the maximum still counted: {result.total}, {result.max_total}")
 
 
 class ScriptedGrader(grade.Grader):
@@ -354,17 +382,21 @@ class ScriptedGrader(grade.Grader):
 
 def test_a_grader_failure_is_an_error_for_that_submission_only():
     results = grade.grade_all(["a", "grader-bug", "b"], ScriptedGrader(concepts=MINI_CONCEPTS), jobs=2)
-    assert [r.total for r in results] == [MINI_MAX, 0.0, MINI_MAX]
-    assert all(r.status == "error" and "a bug in the grader" in r.message for r in results[1].concepts.values())
+    assert [r.total for r in results] == [MINI_MAX, 0.0, MINI_MAX], (
+        f"a grader failure costs only its submission: {[r.total for r in results]}")
+    assert all(r.status == "error" and "a bug in the grader" in r.message for r in results[1].concepts.values()), (
+        f"the grader's failure is every concept's error message: {results[1].concepts}")
 
 
 def test_ctrl_c_keeps_what_was_graded_and_marks_the_rest(tmp_path):
     with pytest.raises(grade.GradingInterrupted) as interrupted:
         grade.grade_all(["a", "interrupt", "b"], ScriptedGrader(concepts=MINI_CONCEPTS), jobs=1)
     results = interrupted.value.results
-    assert [r.submission for r in results] == ["a", "interrupt", "b"]
-    assert results[0].total == MINI_MAX
-    assert [(r.graded, r.notes) for r in results[1:]] == [(False, ["not graded (interrupted)"])] * 2
+    assert [r.submission for r in results] == ["a", "interrupt", "b"], (
+        f"every submission is in the results, in order: {[r.submission for r in results]}")
+    assert results[0].total == MINI_MAX, f"the submission graded before Ctrl-C keeps its points: {results[0].total}"
+    assert [(r.graded, r.notes) for r in results[1:]] == [(False, ["not graded (interrupted)"])] * 2, (
+        f"the rest are marked not graded: {[(r.graded, r.notes) for r in results[1:]]}")
     written = grade.write_reports(results, json_path=str(tmp_path / "r.json"))
     assert len(json.loads(written[0].read_text())["submissions"]) == 3, "the report is written all the same"
 
@@ -406,7 +438,7 @@ def test_a_batch_of_broken_submissions_is_graded_concept_by_concept(tmp_path, mo
     listed, interrupted = grade.run_batch(submissions, grader, jobs=2, reports=dict(
         csv_path=str(csv_path), json_path=str(tmp_path / "grades.json"), markdown_path=str(tmp_path / "grades.md"),
         concepts=MINI_CONCEPTS))
-    assert not interrupted
+    assert not interrupted, "the batch ran to its end, uninterrupted"
     results = {Path(r.submission).name: r for r in listed}
     statuses = {name: {c: r.status for c, r in result.concepts.items()} for name, result in results.items()}
     chained = {name: {c: r.chained_status for c, r in result.concepts.items()} for name, result in results.items()}
@@ -414,58 +446,80 @@ def test_a_batch_of_broken_submissions_is_graded_concept_by_concept(tmp_path, mo
     assert [Path(r.submission).name for r in listed][:3] == ["perfect", "stubs", "hanging"], "in the given order"
     for name in ("perfect", "perfect_again", "caf\\xe9"):
         assert statuses[name] == dict(reinforce="passed", baselines="passed", gae="passed"), results[name]
-        assert results[name].total == MINI_MAX and results[name].notes == []
+        assert results[name].total == MINI_MAX and results[name].notes == [], (
+            f"{name}: every point, no note: {results[name].total}, {results[name].notes}")
     assert results["perfect"].concepts["baselines"].passed == 4, "every collected test of a concept counts"
-    assert statuses["stubs"] == dict(reinforce="failed", baselines="failed", gae="failed")
-    assert results["stubs"].total == 0
-    assert results["stubs"].concepts["gae"].message.startswith("not implemented yet: gae_advantages")
+    assert statuses["stubs"] == dict(reinforce="failed", baselines="failed", gae="failed"), (
+        f"stubs fail every concept: {statuses['stubs']}")
+    assert results["stubs"].total == 0, f"stubs score nothing: {results['stubs'].total}"
+    assert results["stubs"].concepts["gae"].message.startswith("not implemented yet: gae_advantages"), (
+        f"a stub's message says what is not implemented: {results['stubs'].concepts['gae'].message!r}")
     assert statuses["hanging"] == dict(reinforce="passed", baselines="timeout", gae="passed"), (
         "a hanging concept times out (even under Hypothesis) and the others are still graded")
-    assert "timed out" in results["hanging"].concepts["baselines"].message
+    assert "timed out" in results["hanging"].concepts["baselines"].message, (
+        f"the timeout is said: {results['hanging'].concepts['baselines'].message!r}")
     assert statuses["unkillable"] == dict(reinforce="passed", baselines="timeout", gae="passed"), (
         "a hang no alarm reaches is killed shortly after the timeout, and the other concepts are graded again")
-    assert "after its test started" in results["unkillable"].concepts["baselines"].message
+    assert "after its test started" in results["unkillable"].concepts["baselines"].message, (
+        f"the kill is said with when it came: {results['unkillable'].concepts['baselines'].message!r}")
     assert statuses["crashing"] == dict(reinforce="passed", baselines="error", gae="passed"), (
         "a module that kills the test process is an error for its concept; the others are graded again")
-    assert "exit code 3" in results["crashing"].concepts["baselines"].message
+    assert "exit code 3" in results["crashing"].concepts["baselines"].message, (
+        f"the crash's exit code is said: {results['crashing'].concepts['baselines'].message!r}")
     assert statuses["interrupting"] == dict(reinforce="passed", baselines="error", gae="passed"), (
         "a KeyboardInterrupt from the submission stops its session, not the grading")
-    assert "interrupted" in results["interrupting"].concepts["baselines"].message
-    assert statuses["syntax_error"] == dict(reinforce="passed", baselines="passed", gae="error")
-    assert "could not be imported (SyntaxError" in results["syntax_error"].concepts["gae"].message
+    assert "interrupted" in results["interrupting"].concepts["baselines"].message, (
+        f"the interruption is said: {results['interrupting'].concepts['baselines'].message!r}")
+    assert statuses["syntax_error"] == dict(reinforce="passed", baselines="passed", gae="error"), (
+        f"a gae.py that does not parse is an error for gae only: {statuses['syntax_error']}")
+    assert "could not be imported (SyntaxError" in results["syntax_error"].concepts["gae"].message, (
+        f"the message names the SyntaxError: {results['syntax_error'].concepts['gae'].message!r}")
     assert str(subs / "syntax_error") in results["syntax_error"].concepts["gae"].message, "names the submission"
     assert statuses["import_error"] == dict(reinforce="error", baselines="passed", gae="passed"), (
         "gae builds on reinforce: graded on the reference's reinforce, it keeps its points")
-    assert chained["import_error"]["gae"] == "error"
+    assert chained["import_error"]["gae"] == "error", (
+        f"on the student's reinforce, which does not load, gae's chain is an error: {chained['import_error']}")
     assert results["import_error"].concepts["gae"].chained_message == (
-        "gae passes on its own code; with your reinforce it does not load (reinforce does not load)")
-    assert "ModuleNotFoundError" in results["import_error"].concepts["reinforce"].message
+        "gae passes on its own code; with your reinforce it does not load (reinforce does not load)"), (
+        f"the chain's sentence: {results['import_error'].concepts['gae'].chained_message!r}")
+    assert "ModuleNotFoundError" in results["import_error"].concepts["reinforce"].message, (
+        f"the import error is named: {results['import_error'].concepts['reinforce'].message!r}")
     assert statuses["broken_package"] == dict(reinforce="error", baselines="error", gae="error"), (
         "a package that does not load is an error for every concept, not a failure")
-    assert "__init__ fails" in results["broken_package"].concepts["gae"].message
+    assert "__init__ fails" in results["broken_package"].concepts["gae"].message, (
+        f"the package's failure is named: {results['broken_package'].concepts['gae'].message!r}")
     half = results["half_right"].concepts["baselines"]
     assert (half.passed, half.failed, half.points, half.status) == (1, 3, 2.5, "failed"), "partial credit"
     assert "RLOO leaves the sample out" in half.message, "the first failure's own message is reported"
-    assert statuses["imports_solutions"]["reinforce"] == "error"
-    assert "grading forbids importing solutions" in results["imports_solutions"].concepts["reinforce"].message
-    assert statuses["wrong_reinforce"] == dict(reinforce="failed", baselines="passed", gae="passed")
+    assert statuses["imports_solutions"]["reinforce"] == "error", (
+        f"importing solutions is an error: {statuses['imports_solutions']}")
+    assert "grading forbids importing solutions" in results["imports_solutions"].concepts["reinforce"].message, (
+        f"the error says why: {results['imports_solutions'].concepts['reinforce'].message!r}")
+    assert statuses["wrong_reinforce"] == dict(reinforce="failed", baselines="passed", gae="passed"), (
+        f"a wrong reinforce fails reinforce only, on its own: {statuses['wrong_reinforce']}")
     assert chained["wrong_reinforce"] == dict(reinforce="failed", baselines="passed", gae="failed"), (
         "gae passes on its own code and fails on the student's reinforce: the chain was run again")
     assert results["wrong_reinforce"].concepts["gae"].chained_message == (
-        "gae passes on its own code; with your reinforce it fails (reinforce is wrong)")
+        "gae passes on its own code; with your reinforce it fails (reinforce is wrong)"), (
+        f"the chain's sentence: {results['wrong_reinforce'].concepts['gae'].chained_message!r}")
     assert set(statuses["tampering"].values()) == {"error"}, "a run that changed the tests grades nothing"
-    assert "changed the grader's copy of the tests" in results["tampering"].notes[0]
-    assert statuses["background"] == dict(reinforce="passed", baselines="passed", gae="passed")
-    assert statuses["not_there"] == dict(reinforce="error", baselines="error", gae="error")
+    assert "changed the grader's copy of the tests" in results["tampering"].notes[0], (
+        f"the note says the tests were changed: {results['tampering'].notes}")
+    assert statuses["background"] == dict(reinforce="passed", baselines="passed", gae="passed"), (
+        f"a process left in the background does not spoil the grades: {statuses['background']}")
+    assert statuses["not_there"] == dict(reinforce="error", baselines="error", gae="error"), (
+        f"a missing folder is an error for every concept: {statuses['not_there']}")
     for name in ("perfect", "hanging", "syntax_error"):
         assert not list(Path(subs, name).rglob("__pycache__")), "grading leaves a submission's folder as it was"
-    assert {path.name: path.read_text() for path in (repository / "tests").glob("*.py")} == tests_before
+    assert {path.name: path.read_text() for path in (repository / "tests").glob("*.py")} == tests_before, (
+        "grading leaves the grader's tests as they were")
     started = [int(line) for line in pids.read_text().split()]
     assert started and not [pid for pid in started if Path(f"/proc/{pid}").exists()], (
         "a process a submission started in a session of its own does not outlive its run")
     rows = list(csv.reader(io.StringIO(csv_path.read_text())))
-    assert len(rows) == len(submissions) + 1 and rows[15][0] == grade.printable(submissions[14])
-    assert "caf\\xe9" in (tmp_path / "grades.md").read_text()
+    assert len(rows) == len(submissions) + 1 and rows[15][0] == grade.printable(submissions[14]), (
+        f"one CSV row per submission, the non-UTF-8 name printable: {len(rows)} rows")
+    assert "caf\\xe9" in (tmp_path / "grades.md").read_text(), "the markdown report shows the non-UTF-8 name escaped"
 
 
 @pytest.mark.slow
@@ -477,12 +531,18 @@ def test_limits_are_named_when_they_fire_and_sigterm_leaves_a_report_and_no_proc
     results = grade.grade_all([submission(subs, "memory_hog", MINI_SOLUTIONS, "memory_hog"),
                                submission(subs, "spinning", MINI_SOLUTIONS, "spinning")], grader, jobs=2)
     hog, spinning = results
-    assert hog.concepts["baselines"].status == "failed" and "MemoryError" in hog.concepts["baselines"].message
-    assert hog.notes == ["baselines: the address space limit was reached (1 GiB)"]
-    assert spinning.concepts["baselines"].status == "timeout"
-    assert "CPU time limit" in spinning.concepts["baselines"].message
-    assert spinning.notes == ["baselines: the CPU time limit was reached (3 s)"]
-    assert [spinning.concepts[n].status for n in ("reinforce", "gae")] == ["passed", "passed"]
+    assert hog.concepts["baselines"].status == "failed" and "MemoryError" in hog.concepts["baselines"].message, (
+        f"the memory hog fails with MemoryError: {hog.concepts['baselines']}")
+    assert hog.notes == ["baselines: the address space limit was reached (1 GiB)"], (
+        f"the note names the address space limit: {hog.notes}")
+    assert spinning.concepts["baselines"].status == "timeout", (
+        f"the spinning concept times out: {spinning.concepts['baselines'].status!r}")
+    assert "CPU time limit" in spinning.concepts["baselines"].message, (
+        f"the message names the CPU time limit: {spinning.concepts['baselines'].message!r}")
+    assert spinning.notes == ["baselines: the CPU time limit was reached (3 s)"], (
+        f"the note names the CPU time limit: {spinning.notes}")
+    assert [spinning.concepts[n].status for n in ("reinforce", "gae")] == ["passed", "passed"], (
+        "the concepts beside the spinning one are graded")
 
     # SIGTERM in the middle of a batch: the report holds what was graded, blank for the rest; no process is left.
     script = textwrap.dedent(f"""
@@ -506,7 +566,7 @@ def test_limits_are_named_when_they_fire_and_sigterm_leaves_a_report_and_no_proc
     descendants = _descendants(batch.pid)
     assert descendants, "the hanging submission's run is going"
     batch.send_signal(signal.SIGTERM)
-    assert batch.wait(timeout=30) == 0
+    assert batch.wait(timeout=30) == 0, "the batch exits 0 on SIGTERM after writing its report"
     rows = list(csv.reader(io.StringIO(csv_path.read_text())))
     assert rows[1][1:5] == ["10", "10", "15", "35"], "the submission graded before SIGTERM keeps its points"
     assert rows[2][1:5] == ["", "", "", ""] and rows[3][1:5] == ["", "", "", ""], "not graded is blank, never 0"
@@ -547,9 +607,13 @@ def test_kata_grade_on_copies_of_the_reference_and_the_stubs(tmp_path):
     assert completed.returncode == 0, completed.stderr
     data = json.loads(report.read_text())["submissions"]
     reference, untouched = (entry["concepts"]["baselines"] for entry in data)
-    assert (reference["status"], reference["points"], reference["failed"]) == ("passed", 10.0, 0)
-    assert reference["passed"] > 5
-    assert (untouched["status"], untouched["points"], untouched["passed"]) == ("failed", 0.0, 0)
+    assert (reference["status"], reference["points"], reference["failed"]) == ("passed", 10.0, 0), (
+        f"the reference passes baselines with every point: {reference}")
+    assert reference["passed"] > 5, f"more than a handful of baselines tests ran: {reference['passed']}"
+    assert (untouched["status"], untouched["points"], untouched["passed"]) == ("failed", 0.0, 0), (
+        f"the untouched stubs fail with no point: {untouched}")
     assert untouched["failed"] == reference["passed"], "the same tests ran on both"
-    assert untouched["message"].startswith("not implemented yet:")
-    assert "| submission | baselines | total |" in completed.stdout
+    assert untouched["message"].startswith("not implemented yet:"), (
+        f"the stub's message says not implemented yet: {untouched['message']!r}")
+    assert "| submission | baselines | total |" in completed.stdout, (
+        f"the markdown table is printed: {completed.stdout[-2000:]!r}")
