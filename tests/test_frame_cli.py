@@ -97,10 +97,10 @@ def test_gradescope_takes_one_submission(capsys):
 
 
 def test_grade_skips_what_is_not_a_folder_and_says_what_it_grades_by_default(tmp_path, monkeypatch, capsys):
-    from kata import grade
+    from kata import grade_batch
 
     graded = []
-    monkeypatch.setattr(grade, "grade_all", lambda submissions, grader, **_: graded.extend(submissions) or [])
+    monkeypatch.setattr(grade_batch, "grade_all", lambda submissions, grader, **_: graded.extend(submissions) or [])
     (tmp_path / "student-1").mkdir()
     (tmp_path / "grades.csv").write_text("submission\n")
     assert cli.main(["grade", str(tmp_path / "student-1"), str(tmp_path / "grades.csv")]) == 0, (
