@@ -47,3 +47,26 @@ def close(actual, expected, message: str, rtol: float = 1e-9, *, any_float: bool
                     f"(what was checked: {message})"
                 ) from None
         raise
+
+
+def plain(value, digits: int = 6) -> str:
+    """``value`` as a reader writes it: ``1``, ``0.5``, ``[0, 1, 1]``, never ``np.int64(1)`` or ``tensor(0.5000)``.
+
+    NumPy and torch scalars and arrays, Python numbers, lists and tuples of them; floats to ``digits`` significant
+    digits; anything else by ``str``.
+    """
+    if isinstance(value, torch.Tensor):
+        value = value.detach().cpu().float().numpy() if value.dtype == torch.bfloat16 else value.detach().cpu().numpy()
+    if isinstance(value, (list, tuple)) and not value:
+        return "[]"
+    if not isinstance(value, (np.ndarray, np.generic, list, tuple, bool, int, float)):
+        return str(value)
+    array = np.asarray(value)
+    if array.dtype == object or array.dtype.kind not in "biuf":
+        return str(value)
+    if array.ndim:
+        return "[" + ", ".join(plain(item, digits) for item in array) + "]"
+    item = array.item()
+    if isinstance(item, float):
+        return f"{item:.{digits}g}"
+    return str(item)
