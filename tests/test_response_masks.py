@@ -8,6 +8,7 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
+from tests.assertions import plain
 from tests.strategies import logits_and_ids, response_batches
 
 pytestmark = pytest.mark.response_masks
@@ -30,6 +31,95 @@ def last_non_pad(row: np.ndarray, prompt_length: int, pad: int) -> int:
     return last
 
 
+def expected_mask_row(row: np.ndarray, prompt_length: int, pad: int, eos: int, include_eos: bool) -> np.ndarray:
+    """The row's mask by the contract, by a plain loop: label column j is 1 when token j + 1 is a response token."""
+    end = first_eos_after_prompt(row, prompt_length, eos)
+    last = last_non_pad(row, prompt_length, pad) if end is None else end - (0 if include_eos else 1)
+    mask = np.zeros(len(row) - 1, dtype=np.int64)
+    for index in range(prompt_length, last + 1):
+        mask[index - 1] = 1
+    return mask
+
+
+def _what_column_scores(row: np.ndarray, prompt_length: int, pad: int, eos: int, include_eos: bool,
+                        column: int, actual: int) -> str:
+    """What label column ``column`` scores and why it must be ``1 - actual``: the misconception behind a 0/1 that
+    differs from the contract."""
+    index, token = column + 1, int(row[column + 1])
+    end = first_eos_after_prompt(row, prompt_length, eos)
+    scores = f"column {column} scores token {token} at index {index}"
+    same = " (pad_token_id == eos_token_id)" if pad == eos else ""
+    if index < prompt_length:
+        return (f"{scores}, a prompt token (the prompt is indices 0..{prompt_length - 1}): prompt tokens are never "
+                "in the mask")
+    if end is not None and index == end:
+        if include_eos:
+            return (f"{scores}, the first EOS after the prompt, which ends the response: include_eos=True keeps "
+                    f"its column" + (f"; with pad_token_id == eos_token_id == {eos} the first such token after the "
+                                     "prompt is the EOS, only the ones after it are padding" if same else ""))
+        return (f"{scores}, the first EOS after the prompt, which ends the response: include_eos=False leaves its "
+                "column out" + (f" (with pad_token_id == eos_token_id == {eos} it is still the EOS: the response "
+                                "ends here, not at a later one)" if same else ""))
+    if end is not None and index > end:
+        return (f"{scores}, after the first EOS after the prompt (index {end}), which ends the response: nothing "
+                "after it is in the mask, whatever it holds (padding, or junk sampled after the stop)")
+    last = last_non_pad(row, prompt_length, pad)
+    if end is None and index > last:
+        return (f"{scores}, padding after the response's last non-pad token (index {last}; the row has no EOS after "
+                "the prompt): padding is never in the mask")
+    # A response token (before the first EOS, or up to the last non-pad token when there is none).
+    prompt_eos = [i for i in range(prompt_length) if row[i] == eos]
+    hint = ""
+    if prompt_eos:
+        hint = (f"; the EOS at index {prompt_eos[0]} is inside the prompt and does not end the response: search for "
+                f"EOS only from index {prompt_length} on")
+    elif end is not None and row[index] == pad:
+        hint = f"; token {token} equals pad_token_id but comes before the EOS at index {end}: it is not padding"
+    return (f"{scores}, a response token (the response runs from index {prompt_length} to "
+            + (f"the EOS at index {end}" if end is not None else f"its last non-pad token at index {last}, with no "
+               "EOS after the prompt") + f"): it is in the mask{hint}")
+
+
+def mask_row_discrepancy(row: np.ndarray, prompt_length: int, pad: int, eos: int, include_eos: bool,
+                         actual: np.ndarray) -> str | None:
+    """None when ``actual`` is the row's mask by the contract; else what differs and why, first, then the row."""
+    row, actual = np.asarray(row), np.asarray(actual)
+    expected = expected_mask_row(row, prompt_length, pad, eos, include_eos)
+    if actual.shape != expected.shape:
+        return (f"the row's mask has shape {actual.shape}, expected {expected.shape}: one column per label "
+                "input_ids[:, 1:], T - 1 of them")
+    wrong = np.flatnonzero(actual != expected)
+    if wrong.size == 0:
+        return None
+    facts = (f"row {row.tolist()} with prompt length {prompt_length}, pad_token_id={pad}, eos_token_id={eos}, "
+             f"include_eos={include_eos}: mask {plain(actual)}, expected {plain(expected)}")
+    late, early = np.zeros_like(expected), np.zeros_like(expected)
+    late[1:], early[:-1] = expected[:-1], expected[1:]
+    if actual.any() and (np.array_equal(actual, late) or np.array_equal(actual, early)):
+        which = "late" if np.array_equal(actual, late) else "early"
+        return (f"every one of the mask is one column {which}: label column j scores token j + 1, so the mask is "
+                "the response's token mask shifted onto the labels input_ids[:, 1:]"
+                + (" (is it aligned with input_ids[:, :-1]?)" if which == "late" else "") + f"; {facts}")
+    reasons = [f"column {j} is {int(actual[j])}, expected {int(expected[j])}: "
+               + _what_column_scores(row, prompt_length, pad, eos, include_eos, int(j), int(actual[j]))
+               for j in wrong[:2]]
+    more = f" (and {wrong.size - 2} more columns differ)" if wrong.size > 2 else ""
+    return "; ".join(reasons) + more + f"; {facts}"
+
+
+def assert_masks(actual, input_ids, prompt_lengths, pad: int, eos: int, include_eos: bool, what: str) -> None:
+    """Every row of ``actual`` is its row's mask by the contract; the first row that is not is explained."""
+    actual = np.asarray(actual)
+    ids = np.asarray(input_ids)
+    if actual.shape != (ids.shape[0], ids.shape[1] - 1):
+        raise AssertionError(f"the mask has shape {actual.shape}, expected {(ids.shape[0], ids.shape[1] - 1)}: one "
+                             f"row per sequence and one column per label input_ids[:, 1:], T - 1 of them ({what})")
+    for i, (row, prompt_length) in enumerate(zip(ids, np.asarray(prompt_lengths))):
+        problem = mask_row_discrepancy(row, int(prompt_length), pad, eos, include_eos, actual[i])
+        if problem is not None:
+            raise AssertionError(f"row {i}, {problem} ({what})")
+
+
 def masks(impl, batch: dict) -> tuple[np.ndarray, np.ndarray]:
     return (impl.response_token_mask(**batch, include_eos=True),
             impl.response_token_mask(**batch, include_eos=False))
@@ -48,7 +138,10 @@ SEED_PROMPT_LENGTHS = np.array([3, 2])
 
 def test_seed_example(impl):
     mask = impl.response_token_mask(SEED_IDS, SEED_PROMPT_LENGTHS, pad_token_id=0, eos_token_id=2, include_eos=True)
-    assert isinstance(mask, np.ndarray), "NumPy in must give NumPy out"
+    assert isinstance(mask, np.ndarray), f"NumPy in must give NumPy out; got {type(mask).__name__}"
+    assert_masks(mask, SEED_IDS, SEED_PROMPT_LENGTHS, 0, 2, True,
+                 "the seed's example with include_eos=True: label column j scores token j + 1, and row 0's response "
+                 "20, 21, EOS sits at indices 3..5, so its ones are columns 2..4")
     np.testing.assert_array_equal(
         mask, [[0, 0, 1, 1, 1, 0], [0, 1, 1, 0, 0, 0]],
         err_msg="column j scores token j + 1: row 0's response 20, 21, EOS sits at indices 3..5, so columns 2..4",
@@ -56,10 +149,14 @@ def test_seed_example(impl):
     without_eos = impl.response_token_mask(
         SEED_IDS, SEED_PROMPT_LENGTHS, pad_token_id=0, eos_token_id=2, include_eos=False
     )
+    assert_masks(without_eos, SEED_IDS, SEED_PROMPT_LENGTHS, 0, 2, False,
+                 "the seed's example with include_eos=False: exactly the EOS columns, 4 in row 0 and 2 in row 1, "
+                 "turn to 0")
     np.testing.assert_array_equal(without_eos, [[0, 0, 1, 1, 0, 0], [0, 1, 0, 0, 0, 0]],
                                   err_msg="include_eos=False drops exactly the EOS column")
     assert "0" in str(mask) and "1" in str(mask) and "." not in str(mask) and "True" not in str(mask), (
-        "the mask prints as 0/1 (an integer array), as the lab shows it"
+        f"the mask prints as 0/1 (an integer array), as the lab shows it; it prints as {str(mask)!r} "
+        f"(dtype {mask.dtype})"
     )
 
 
@@ -70,66 +167,65 @@ def test_seed_example(impl):
 def test_a_0_1_mask_of_label_columns_with_prompt_columns_zero(impl, batch, include_eos):
     mask = impl.response_token_mask(**batch, include_eos=include_eos)
     rows_, length = batch["input_ids"].shape
-    assert isinstance(mask, np.ndarray), "NumPy in must give NumPy out"
+    assert isinstance(mask, np.ndarray), f"NumPy in must give NumPy out; got {type(mask).__name__}"
     assert mask.shape == (rows_, length - 1), (
         f"the mask is aligned with the labels input_ids[:, 1:], so it has T - 1 = {length - 1} columns; "
-        f"got shape {mask.shape}"
+        f"got shape {mask.shape} for input_ids of shape {batch['input_ids'].shape}"
     )
     assert np.issubdtype(mask.dtype, np.integer), f"the mask is an integer 0/1 array; got dtype {mask.dtype}"
-    assert set(np.unique(mask)) <= {0, 1}, "the mask holds only 0 and 1"
-    for i, _, prompt_length in rows(batch):
+    assert set(np.unique(mask).tolist()) <= {0, 1}, f"the mask holds only 0 and 1; it holds {plain(np.unique(mask))}"
+    for i, row, prompt_length in rows(batch):
         assert not mask[i, : prompt_length - 1].any(), (
-            f"row {i}: a prompt token is in the mask (columns 0..{prompt_length - 2} score prompt tokens 1.."
-            f"{prompt_length - 1}): prompt tokens must never be in the loss"
+            f"row {i} = {row.tolist()} with prompt length {prompt_length}: a prompt token is in the mask (columns "
+            f"0..{prompt_length - 2} score prompt tokens 1..{prompt_length - 1}; the mask there is "
+            f"{plain(mask[i, : prompt_length - 1])}): prompt tokens must never be in the loss"
         )
 
 
 @given(batch=response_batches(), include_eos=st.booleans())
 def test_ones_form_one_run_starting_at_prompt_length_minus_one(impl, batch, include_eos):
     mask = impl.response_token_mask(**batch, include_eos=include_eos)
-    for i, _, prompt_length in rows(batch):
+    for i, row, prompt_length in rows(batch):
         ones = np.flatnonzero(mask[i])
         if ones.size == 0:
             continue
-        assert ones[0] == prompt_length - 1, (
-            f"row {i}: the first response token sits at index {prompt_length}, so its label column is "
-            f"{prompt_length - 1}; the mask starts at column {ones[0]}: is the causal shift off by one "
-            "(mask aligned with input_ids[:, :-1] instead of input_ids[:, 1:])?"
-        )
-        assert np.all(np.diff(ones) == 1), f"row {i}: the response's ones must form one unbroken run"
+        starts = ones[0] == prompt_length - 1
+        unbroken = bool(np.all(np.diff(ones) == 1))
+        if starts and unbroken:
+            continue
+        why = mask_row_discrepancy(row, prompt_length, batch["pad_token_id"], batch["eos_token_id"], include_eos,
+                                   mask[i])
+        rule = (f"the first response token sits at index {prompt_length}, so the ones start at its label column "
+                f"{prompt_length - 1}" if not starts else "the ones form one unbroken run")
+        detail = f"{rule}; the mask has ones at columns {plain(ones)}"
+        raise AssertionError(f"row {i}, {why} ({detail})" if why else f"row {i}: {detail}")
 
 
 @given(batch=response_batches(), include_eos=st.booleans())
 def test_the_run_stops_at_the_first_eos_after_the_prompt(impl, batch, include_eos):
     mask = impl.response_token_mask(**batch, include_eos=include_eos)
-    for i, row, prompt_length in rows(batch):
-        eos = first_eos_after_prompt(row, prompt_length, batch["eos_token_id"])
-        if eos is None:
-            continue
-        expected = np.zeros(len(row) - 1, dtype=np.int64)
-        expected[prompt_length - 1: eos - 1] = 1
-        expected[eos - 1] = int(include_eos)
-        where = "the prompt" if np.any(row[:prompt_length] == batch["eos_token_id"]) else "no prompt"
-        np.testing.assert_array_equal(
-            mask[i], expected,
-            err_msg=f"row {i} = {row.tolist()} with prompt length {prompt_length}: the response runs from index "
-            f"{prompt_length} to the first EOS after the prompt (index {eos}; an EOS in {where} does not count), "
-            f"its EOS column kept only with include_eos={include_eos}, and nothing after it (padding, junk, "
-            f"pad_token_id == eos_token_id: {batch['pad_token_id'] == batch['eos_token_id']}) is in the mask",
-        )
+    assert_masks(mask, batch["input_ids"], batch["prompt_lengths"], batch["pad_token_id"], batch["eos_token_id"],
+                 include_eos, "the response runs to the first EOS after the prompt, and nothing after that EOS is "
+                 "in the mask")
 
 
 @given(batch=response_batches())
 def test_include_eos_changes_exactly_the_eos_column(impl, batch):
     with_eos, without_eos = masks(impl, batch)
+    pad, eos_id = batch["pad_token_id"], batch["eos_token_id"]
     for i, row, prompt_length in rows(batch):
-        eos = first_eos_after_prompt(row, prompt_length, batch["eos_token_id"])
+        eos = first_eos_after_prompt(row, prompt_length, eos_id)
         changed = np.flatnonzero(with_eos[i] != without_eos[i]).tolist()
         expected = [] if eos is None else [eos - 1]
-        assert changed == expected, (
-            f"row {i} = {row.tolist()}: include_eos must change exactly the EOS's column {expected} "
-            f"(EOS at index {eos}, scored by column {None if eos is None else eos - 1}); columns {changed} changed"
-        )
+        if changed == expected:
+            continue
+        why = (mask_row_discrepancy(row, prompt_length, pad, eos_id, True, with_eos[i])
+               or mask_row_discrepancy(row, prompt_length, pad, eos_id, False, without_eos[i]))
+        rule = ("include_eos must change exactly " + (
+            f"the column of the first EOS after the prompt (EOS at index {eos}, column {eos - 1})" if eos is not None
+            else "nothing (no EOS after the prompt)") + f"; columns {changed} changed")
+        raise AssertionError(f"row {i}, {why} ({rule})" if why
+                             else f"row {i} = {row.tolist()} (prompt length {prompt_length}): {rule}")
 
 
 @given(batch=response_batches(), include_eos=st.booleans())
@@ -138,20 +234,20 @@ def test_a_response_without_eos_runs_to_its_last_non_pad_token(impl, batch, incl
     for i, row, prompt_length in rows(batch):
         if first_eos_after_prompt(row, prompt_length, batch["eos_token_id"]) is not None:
             continue
-        last = last_non_pad(row, prompt_length, batch["pad_token_id"])
-        expected = np.zeros(len(row) - 1, dtype=np.int64)
-        expected[prompt_length - 1: last] = 1
-        np.testing.assert_array_equal(
-            mask[i], expected,
-            err_msg=f"row {i} = {row.tolist()} (prompt length {prompt_length}) has no EOS: its response runs "
-            f"from index {prompt_length} to its last non-pad token (index {last}), and the padding after it is "
-            "never in the mask",
+        problem = mask_row_discrepancy(row, prompt_length, batch["pad_token_id"], batch["eos_token_id"],
+                                       include_eos, mask[i])
+        assert problem is None, (
+            f"row {i}, {problem} (a response with no EOS after the prompt runs from index {prompt_length} to its "
+            "last non-pad token, and the padding after it is never in the mask)"
         )
 
 
 def test_pad_equal_to_eos_keeps_the_real_eos(impl):
     ids = np.array([[1, 5, 6, 7, 0, 0], [1, 5, 6, 7, 3, 0]])
     mask = impl.response_token_mask(ids, np.array([2, 2]), pad_token_id=0, eos_token_id=0, include_eos=True)
+    assert_masks(mask, ids, np.array([2, 2]), 0, 0, True,
+                 "with pad_token_id == eos_token_id the first such token after the prompt is the real EOS: it is "
+                 "kept with include_eos=True, and only the ones after it are padding")
     np.testing.assert_array_equal(
         mask, [[0, 1, 1, 1, 0], [0, 1, 1, 1, 1]],
         err_msg="with pad_token_id == eos_token_id the first such token after the prompt is the real EOS: it is "
@@ -162,6 +258,8 @@ def test_pad_equal_to_eos_keeps_the_real_eos(impl):
 def test_an_eos_inside_the_prompt_does_not_end_the_response(impl):
     ids = np.array([[1, 2, 7, 8, 2, 0]])
     mask = impl.response_token_mask(ids, np.array([2]), pad_token_id=0, eos_token_id=2, include_eos=True)
+    assert_masks(mask, ids, np.array([2]), 0, 2, True,
+                 "the EOS at index 1 is part of the prompt: search for EOS only from index prompt_length on")
     np.testing.assert_array_equal(
         mask, [[0, 1, 1, 1, 0]],
         err_msg="the EOS at index 1 is part of the prompt: search for EOS only from index prompt_length on",
@@ -171,8 +269,11 @@ def test_an_eos_inside_the_prompt_does_not_end_the_response(impl):
 def test_empty_responses_give_rows_of_zeros(impl):
     ids = np.array([[1, 5, 6, 7], [1, 5, 2, 0], [1, 5, 0, 0]])
     mask = impl.response_token_mask(ids, np.array([4, 2, 2]), pad_token_id=0, eos_token_id=2, include_eos=False)
+    assert_masks(mask, ids, np.array([4, 2, 2]), 0, 2, False,
+                 "a prompt that fills its row, a response that is only a dropped EOS, and a response of padding "
+                 "only are all empty: their rows are zero")
     np.testing.assert_array_equal(
-        mask, np.zeros((3, 3)),
+        mask, np.zeros((3, 3), dtype=np.int64),
         err_msg="a prompt that fills its row, a response that is only a dropped EOS, and a response of padding "
         "only are all empty: their rows are zero",
     )
@@ -234,10 +335,24 @@ def test_log_probs_at_column_j_score_token_j_plus_one(impl, pair):
     assert log_probs.shape == (ids.shape[0], ids.shape[1] - 1), (
         "token log-probs are aligned with the labels input_ids[:, 1:]: T - 1 columns"
     )
-    np.testing.assert_allclose(
-        log_probs, direct_token_log_probs(logits, ids), rtol=1e-10, atol=1e-10,
-        err_msg="column j must be log_softmax(logits[:, j])[input_ids[:, j + 1]]: the logits at position t "
-        "predict token t + 1 (is the shift off by one, or the softmax over the wrong axis?)",
+    expected = direct_token_log_probs(logits, ids)
+    if np.allclose(log_probs, expected, rtol=1e-10, atol=1e-10):
+        return
+    b, j = np.argwhere(~np.isclose(log_probs, expected, rtol=1e-10, atol=1e-10))[0]
+    every = np.take_along_axis(torch.log_softmax(torch.from_numpy(logits), dim=-1).numpy(), ids[..., None],
+                               axis=-1)[..., 0]  # every[b, t] = log_softmax(logits[b, t])[ids[b, t]]: token t at t
+    if np.allclose(log_probs, every[:, :-1], rtol=1e-8, atol=1e-8):
+        why = ("it is log_softmax(logits[:, j])[input_ids[:, j]]: the logits at position j are scored against token "
+               "j, but they predict token j + 1; the labels are input_ids[:, 1:]")
+    elif np.allclose(log_probs, every[:, 1:], rtol=1e-8, atol=1e-8):
+        why = ("it is log_softmax(logits[:, j + 1])[input_ids[:, j + 1]]: each token is scored by the logits at its "
+               "own position, but those predict the NEXT token; the logits are logits[:, :-1]")
+    else:
+        why = ("column j is log_softmax over the vocabulary (the last axis) of logits[:, j], the scores of the token "
+               "that follows position j, taken at the label input_ids[:, j + 1]")
+    raise AssertionError(
+        f"row {b}, column {j} is {plain(log_probs[b, j])}, expected log_softmax(logits[{b}, {j}])"
+        f"[input_ids[{b}, {j + 1}] = {int(ids[b, j + 1])}] = {plain(expected[b, j])}: {why}"
     )
 
 
