@@ -29,6 +29,7 @@ from kata.sequence_task import (
     sequence_rewards,
 )
 from kata.training_checks import sequence_smoke_verdict
+from tests.assertions import plain
 from tests.strategies import prompt_major_rewards, sampling_cases, sequence_batches
 
 pytestmark = pytest.mark.rloo_loop
@@ -89,6 +90,87 @@ def leave_one_out(rewards: np.ndarray, group_size: int) -> np.ndarray:
             others = np.delete(groups[g], i)
             expected[g, i] = groups[g, i] - others.mean()
     return expected.reshape(-1)
+
+
+def clipped_token_loss(new: torch.Tensor, old: torch.Tensor, advantages: torch.Tensor, mask: np.ndarray,
+                       reduction: str, clip_epsilon: float) -> float:
+    """Minus the clipped surrogate reduced over ``mask``, by its formula (an empty response contributes 0)."""
+    mask = torch.as_tensor(mask, dtype=torch.float64)
+    ratio = torch.exp(new - old)
+    advantage = advantages[:, None]
+    surrogate = torch.minimum(ratio * advantage, ratio.clamp(1 - clip_epsilon, 1 + clip_epsilon) * advantage)
+    row_sums = (torch.where(mask.bool(), surrogate, 0.0)).sum(dim=1)
+    lengths = mask.sum(dim=1)
+    if reduction == "token_mean":
+        return float(-row_sums.sum() / lengths.sum().clamp(min=1.0))
+    return float(-(row_sums / lengths.clamp(min=1.0)).mean())
+
+
+def eos_columns(batch: dict) -> np.ndarray:
+    """The label column of each row's EOS, where a response ends with one (the response's last column)."""
+    rows, width = batch["input_ids"].shape
+    columns = np.zeros((rows, width - 1), dtype=bool)
+    for i, (p, n) in enumerate(zip(batch["prompt_lengths"], batch["response_lengths"])):
+        if batch["input_ids"][i, p + n - 1] == EOS_ID:
+            columns[i, p + n - 2] = True
+    return columns
+
+
+def loss_misconceptions(actual: float, logits: torch.Tensor, batch: dict, old: torch.Tensor,
+                        advantages: torch.Tensor, reduction: str, clip_epsilon: float) -> str:
+    """Which common misunderstanding gives ``actual`` on this batch, named when one or a few do (else "")."""
+    ids = torch.as_tensor(batch["input_ids"])
+    mask = expected_mask(batch)
+    new = label_log_probs(logits, ids).detach()
+    late = np.zeros_like(mask)
+    late[:, 1:] = mask[:, :-1]
+    labels = batch["input_ids"][:, 1:]
+    other = "sequence_mean" if reduction == "token_mean" else "token_mean"
+    own_position = torch.log_softmax(logits[:, :-1], dim=-1).gather(-1, ids[:, :-1, None]).squeeze(-1).detach()
+    candidates = [
+        ("the EOS that ends a response is left out of the loss: it is a response token the policy must learn to emit "
+         "(response_token_mask(..., include_eos=True)), or it never learns to stop",
+         new, mask * ~eos_columns(batch), reduction, 1.0),
+        ("the logits at position j are scored against token j instead of the token j + 1 they predict: the labels "
+         "are input_ids[:, 1:]", own_position, mask, reduction, 1.0),
+        ("the mask is one column late (aligned with input_ids[:, :-1] instead of the labels input_ids[:, 1:])",
+         new, late, reduction, 1.0),
+        ("prompt tokens are in the loss: only the response's label columns are", new, (labels != PAD_ID) * 1.0,
+         reduction, 1.0),
+        ("padding after the response is in the loss", new,
+         np.maximum(mask, np.cumsum(mask, axis=1) > 0) * 1.0, reduction, 1.0),
+        ("the sign is flipped: the loss to minimise is MINUS the clipped objective", new, mask, reduction, -1.0),
+        (f"the {other} is taken instead of the {reduction}", new, mask, other, 1.0),
+    ]
+    expected = clipped_token_loss(new, old, advantages, mask, reduction, clip_epsilon)
+    matches = []
+    for why, log_probs, candidate_mask, candidate_reduction, sign in candidates:
+        value = sign * clipped_token_loss(log_probs, old, advantages, candidate_mask, candidate_reduction,
+                                          clip_epsilon)
+        if not np.isclose(value, expected, rtol=1e-9, atol=1e-12) and np.isclose(actual, value, rtol=1e-9,
+                                                                                  atol=1e-12):
+            matches.append(why)
+    if not matches:
+        return ""
+    if len(matches) == 1:
+        return f"; the loss, {plain(actual)}, is the value when {matches[0]}"
+    return f"; the loss, {plain(actual)}, is the value of each of these mistakes on this batch: " + "; or ".join(matches)
+
+
+def what_position_predicts(batch: dict, row: int, position: int) -> str:
+    """What the logits at ``position`` of ``row`` predict: the token at ``position + 1`` and its role."""
+    p, n = int(batch["prompt_lengths"][row]), int(batch["response_lengths"][row])
+    ids = batch["input_ids"][row]
+    if position + 1 >= len(ids):
+        return f"position {position} of row {row}, the last, which predicts nothing"
+    index = position + 1
+    if index < p:
+        role = "a prompt token"
+    elif index < p + n:
+        role = "the EOS that ends the response" if ids[index] == EOS_ID else "a response token"
+    else:
+        role = "padding after the response"
+    return f"position {position} of row {row}, whose logits predict index {index} (token {int(ids[index])}, {role})"
 
 
 class PlainSGD:
@@ -292,20 +374,28 @@ def test_logits_outside_the_response_change_neither_the_loss_nor_its_gradient(im
     changed_old = torch.where(torch.as_tensor(mask, dtype=torch.bool), old, old - 1e4)
 
     loss, gradient = loss_and_gradient(impl, logits, batch, old, advantages, reduction)
+    receives = (gradient.abs().sum(dim=-1) > 0).numpy()
+    if (receives & ~scored).any():
+        i, j = np.argwhere(receives & ~scored)[0]
+        raise AssertionError(
+            f"{what_position_predicts(batch, int(i), int(j))} gets a gradient, but only positions that predict a "
+            "response token (the EOS that ends it included) are in the loss"
+            + loss_misconceptions(float(loss), logits, batch, old, advantages, reduction, 0.2)
+            + f" (rows {batch['input_ids'].tolist()}, prompt lengths {plain(batch['prompt_lengths'])})"
+        )
     changed_loss, changed_gradient = loss_and_gradient(impl, changed_logits, batch, changed_old, advantages,
                                                        reduction)
-    np.testing.assert_allclose(
-        changed_loss, loss, rtol=1e-12, atol=1e-12,
-        err_msg="the loss changed when only logits predicting prompt or padding tokens (or nothing) changed: "
-        "prompt, padding or post-EOS positions are in the loss, or the causal shift is off by one",
-    )
+    if not np.isclose(float(changed_loss), float(loss), rtol=1e-12, atol=1e-12):
+        raise AssertionError(
+            f"the loss changed from {plain(loss)} to {plain(changed_loss)} when only the logits of positions that "
+            "predict no response token and the old log-probs outside the response changed: prompt, padding or "
+            "post-EOS positions are in the loss, or the causal shift is off by one"
+            + loss_misconceptions(float(loss), logits, batch, old, advantages, reduction, 0.2)
+            + f" (rows {batch['input_ids'].tolist()}, prompt lengths {plain(batch['prompt_lengths'])})"
+        )
     np.testing.assert_allclose(changed_gradient, gradient, rtol=1e-10, atol=1e-12,
-                               err_msg="the gradient changed with logits outside the response")
-    outside = gradient[torch.as_tensor(~scored)]
-    assert torch.all(outside == 0), (
-        "a gradient reached logits that predict a prompt token, a padding token or nothing: only response "
-        "positions (EOS included) may receive gradient"
-    )
+                               err_msg="the gradient changed with logits outside the response: the response "
+                               "positions' gradient must depend on the response positions' logits only")
 
 
 @given(batch=sequence_batches(), seed=st.integers(0, 2**16), reduction=st.sampled_from(["token_mean",
@@ -326,21 +416,37 @@ def test_at_ratio_one_the_gradient_is_the_policy_gradient_of_every_response_toke
         weights = mask * advantages[:, None] / (mask.sum(dim=1, keepdim=True) * rows)
 
     loss, gradient = loss_and_gradient(impl, logits, batch, old, advantages, reduction)
-    np.testing.assert_allclose(
-        loss, -weights.sum(), rtol=1e-10, atol=1e-12,
-        err_msg=f"at ratio 1 the loss is minus the {reduction} of the advantages over the response tokens",
-    )
+    expected_loss = float(-weights.sum())
+    if not np.isclose(float(loss), expected_loss, rtol=1e-10, atol=1e-12):
+        raise AssertionError(
+            f"the loss is {plain(loss)}, expected {plain(expected_loss)}: at ratio 1 the loss is minus the "
+            f"{reduction} of the advantages over every response token, the EOS that ends a response included"
+            + loss_misconceptions(float(loss), logits, batch, old, advantages, reduction, 0.2)
+            + f" (rows {batch['input_ids'].tolist()}, prompt lengths {plain(batch['prompt_lengths'])})"
+        )
     # d(-w * log softmax(z)[y]) / dz = -w * (onehot(y) - softmax(z)) at every scored position.
     probabilities = torch.softmax(logits[:, :-1], dim=-1)
     onehot = torch.nn.functional.one_hot(ids[:, 1:], VOCAB_SIZE).to(torch.float64)
     expected = torch.zeros_like(logits)
     expected[:, :-1] = -weights[..., None] * (onehot - probabilities)
-    np.testing.assert_allclose(
-        gradient, expected, rtol=1e-8, atol=1e-12,
-        err_msg="the loss's gradient is not the policy gradient of the response tokens: position j must score "
-        "token j + 1 (the labels are input_ids[:, 1:]), and the EOS that ends a response is one of them "
-        "(include_eos=True), or the policy never learns to stop",
-    )
+    if not np.allclose(gradient, expected, rtol=1e-8, atol=1e-12):
+        differs = ~np.isclose(gradient, expected, rtol=1e-8, atol=1e-12).all(axis=-1)
+        receives, should = gradient.abs().sum(dim=-1) > 0, expected.abs().sum(dim=-1) > 0
+        # A position that is in the loss but should not be, or the reverse, tells more than a wrong weight.
+        wrong_place = differs & (receives != should).numpy()
+        i, j = np.argwhere(wrong_place if wrong_place.any() else differs)[0]
+        if not receives[i, j]:
+            got = "no gradient, but it is in the loss"
+        elif not should[i, j]:
+            got = "a gradient, but it is not in the loss"
+        else:
+            weight = "the batch's number of response tokens" if reduction == "token_mean" else "(n_i * B)"
+            got = f"a gradient that is not -w (onehot - softmax) with w = A_i / {weight}"
+        raise AssertionError(
+            f"{what_position_predicts(batch, int(i), int(j))} gets {got}: the loss's gradient is the policy "
+            "gradient of the response tokens, position j scoring token j + 1 (the labels are input_ids[:, 1:]), "
+            "and the EOS that ends a response is one of them (include_eos=True), or the policy never learns to stop"
+        )
 
 
 def test_the_clip_binds_on_the_ratio(impl):
@@ -355,8 +461,14 @@ def test_the_clip_binds_on_the_ratio(impl):
     advantages = torch.tensor([1.0, -1.0], dtype=torch.float64)
     loss, gradient = loss_and_gradient(impl, logits, batch, old, advantages, clip_epsilon=0.2)
     # Row 0: A > 0, min(2A, 1.2A) = 1.2A, clipped: no gradient. Row 1: A < 0, min(-2, -1.2) = -2: unclipped.
-    np.testing.assert_allclose(loss, -(3 * 1.2 - 2 * 2.0) / 5, rtol=1e-12,
-                               err_msg="the loss must be minus the token mean of min(r A, clip(r) A)")
+    expected_loss = -(3 * 1.2 - 2 * 2.0) / 5
+    if not np.isclose(float(loss), expected_loss, rtol=1e-12, atol=0):
+        raise AssertionError(
+            f"the loss is {plain(loss)}, expected -(3 * 1.2 * 1 + 2 * 2 * (-1)) / 5 = {plain(expected_loss)}: every "
+            "ratio is 2; row 0 (A = 1) is clipped to 1 + eps = 1.2 on its 3 response tokens, EOS included, row 1 "
+            "(A = -1) keeps r A = -2 on its 2, and the loss is minus the token mean of min(r A, clip(r) A)"
+            + loss_misconceptions(float(loss), logits, batch, old, advantages, "token_mean", 0.2)
+        )
     assert torch.all(gradient[0] == 0), "where the clip binds (A > 0, r > 1 + eps) the gradient must be zero"
     assert torch.all(gradient[1, 1:3].abs().sum(dim=-1) > 0), "where it does not bind the gradient flows"
 
