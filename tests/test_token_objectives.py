@@ -10,12 +10,24 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
+from tests.assertions import plain
 from tests.strategies import MASKED_EXTREMES, seeds, token_objective_batches
 
 pytestmark = pytest.mark.token_objectives
 
 REDUCTIONS = ("token_mean", "sequence_mean", "sequence_sum_mean")
 TIGHT = dict(rtol=1e-12, atol=1e-12)
+
+
+def which_misreading(actual, expected, readings: dict[str, object]) -> str:
+    """``"; it equals <reading>"`` for the readings (a misunderstanding's name -> the value it gives) that
+    ``actual`` matches and ``expected`` does not; "" when none does."""
+    actual, expected = np.asarray(actual, dtype=np.float64), np.asarray(expected, dtype=np.float64)
+    matches = [name for name, value in readings.items()
+               if np.asarray(value).shape == actual.shape
+               and np.allclose(actual, value, rtol=1e-9, atol=1e-12)
+               and not np.allclose(expected, value, rtol=1e-9, atol=1e-12)]
+    return ("; it equals " + " and ".join(matches)) if matches else ""
 
 
 def expected_terms(batch: dict) -> tuple[np.ndarray, ...]:
@@ -75,24 +87,72 @@ SEED_BATCH = dict(
 
 def test_seed_example(impl):
     ratio, _, _, pessimistic = impl.masked_token_ppo_terms(**SEED_BATCH)
-    assert isinstance(ratio, np.ndarray), "NumPy in must give NumPy out"
+    assert isinstance(ratio, np.ndarray), f"NumPy in must give NumPy out; got {type(ratio).__name__}"
     np.testing.assert_allclose(
         ratio, np.exp([[0, 0, 0.3, -0.3, -0.1, 0], [0, 0.2, -0.3, 0, 0, 0]]), rtol=1e-12,
         err_msg="response tokens carry exp(new - old); prompt and padding columns carry exactly 1",
     )
-    assert np.all(pessimistic[SEED_BATCH["mask"] == 0] == 0.0), "prompt and padding terms must be exactly 0"
+    masked = SEED_BATCH["mask"] == 0
+    assert np.all(pessimistic[masked] == 0.0), (
+        f"prompt and padding terms must be exactly 0; the pessimistic terms there are {plain(pessimistic[masked])}: "
+        "a row's advantage applies only at its response tokens (mask the terms, do not only mask the ratio)"
+    )
     arguments = {k: SEED_BATCH[k] for k in ("new_log_probs", "old_log_probs", "mask")}
-    np.testing.assert_allclose(impl.sequence_log_probability_ratio(**arguments), [-0.1, -0.1], atol=1e-12)
-    np.testing.assert_allclose(impl.sequence_probability_ratio(**arguments), np.exp([-0.1, -0.1]), rtol=1e-12)
+    token_log_ratios = SEED_BATCH["new_log_probs"] - SEED_BATCH["old_log_probs"]
+    log_ratio = impl.sequence_log_probability_ratio(**arguments)
+    if not np.allclose(log_ratio, [-0.1, -0.1], rtol=0, atol=1e-12):
+        raise AssertionError(
+            f"the sequence log-ratios are {plain(log_ratio)}, expected [-0.1, -0.1]: sum new - old over the response "
+            "tokens only, row 0: 0.3 - 0.3 - 0.1 = -0.1, row 1: 0.2 - 0.3 = -0.1"
+            + which_misreading(log_ratio, [-0.1, -0.1], {
+                "the sum over every column, prompt and padding included (use the mask)": token_log_ratios.sum(1),
+                "the mean over the response tokens, not their sum": [-0.1 / 3, -0.1 / 2]})
+        )
+    sequence_ratio = impl.sequence_probability_ratio(**arguments)
+    expected_ratio = np.exp([-0.1, -0.1])
+    if not np.allclose(sequence_ratio, expected_ratio, rtol=1e-12, atol=0):
+        response_ratios = [np.exp([0.3, -0.3, -0.1]), np.exp([0.2, -0.3])]
+        raise AssertionError(
+            f"the sequence ratios are {plain(sequence_ratio)}, expected exp(-0.1) = {plain(expected_ratio[0])} for "
+            "both rows: a response's probability is the PRODUCT of its tokens' probabilities, so its ratio is the "
+            "product of the token ratios, exp(sum of the log-ratios), over the response tokens only"
+            + which_misreading(sequence_ratio, expected_ratio, {
+                "the mean of the token ratios": [r.mean() for r in response_ratios],
+                "exp of the mean log-ratio": [np.exp(-0.1 / 3), np.exp(-0.1 / 2)],
+                "the product over every column, prompt and padding included": np.exp(token_log_ratios.sum(1))})
+        )
     # Row 0: A = 1.5, ratios e^0.3 (clipped to 1.2), e^-0.3, e^-0.1. Row 1: A = -0.8, ratios e^0.2, e^-0.3 (clipped
     # to 0.8). Row sums 4.268483 and -1.617122; 3 and 2 response tokens.
     sums = np.array([1.5 * (1.2 + np.exp(-0.3) + np.exp(-0.1)), -0.8 * (np.exp(0.2) + 0.8)])
     expected = {"token_mean": sums.sum() / 5, "sequence_mean": (sums[0] / 3 + sums[1] / 2) / 2,
                 "sequence_sum_mean": sums.sum() / 2}
+    steps = {
+        "token_mean": "(4.268483 + (-1.617122)) / 5 response tokens = 0.530272",
+        "sequence_mean": "(4.268483 / 3 + (-1.617122) / 2) / 2 rows = 0.307133",
+        "sequence_sum_mean": "(4.268483 + (-1.617122)) / 2 rows = 1.325681",
+    }
+    misreadings = {
+        "token_mean": {"the objective's negative (the sign is flipped: this is the objective to maximise)":
+                       -expected["token_mean"],
+                       "the sum divided by the number of rows B = 2, not by the 5 response tokens": sums.sum() / 2,
+                       "the sum divided by all 12 padded positions, not by the 5 response tokens": sums.sum() / 12},
+        "sequence_mean": {"the objective's negative (the sign is flipped)": -expected["sequence_mean"],
+                          "each row divided by the padded length 6, not by its response length":
+                          (sums[0] / 6 + sums[1] / 6) / 2,
+                          "the token_mean": expected["token_mean"]},
+        "sequence_sum_mean": {"the objective's negative (the sign is flipped)": -expected["sequence_sum_mean"],
+                              "the sum over the batch, not its mean over rows": sums.sum()},
+    }
     for reduction, value in expected.items():
-        np.testing.assert_allclose(objective(impl, SEED_BATCH, reduction), value, rtol=1e-12,
-                                   err_msg=f"{reduction} of the lab's two rows")
-    np.testing.assert_allclose(list(expected.values()), [0.530272, 0.307133, 1.325681], atol=5e-7)
+        got = objective(impl, SEED_BATCH, reduction)
+        if not np.isclose(got, value, rtol=1e-12, atol=0):
+            raise AssertionError(
+                f"{reduction} of the lab's two rows is {plain(got)}, expected {steps[reduction]} (row sums of the "
+                "pessimistic terms: 1.5 * (1.2 + e^-0.3 + e^-0.1) = 4.268483 and -0.8 * (e^0.2 + 0.8) = -1.617122)"
+                + which_misreading(got, value, misreadings[reduction])
+            )
+    np.testing.assert_allclose(list(expected.values()), [0.530272, 0.307133, 1.325681], atol=5e-7,
+                               err_msg="the test's own worked values disagree with its arithmetic")
 
 
 # ---- masked terms ----------------------------------------------------------------------------------------------
@@ -122,10 +182,19 @@ def test_values_at_masked_positions_change_nothing(impl, batch, extremes_seed):
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # an overflow in exp would warn
         before, after = every_output(impl, batch), every_output(impl, extreme)
+    lengths = batch["mask"].sum(axis=1)
     for name, a, b in zip(OUTPUT_NAMES, map(np.asarray, before), map(np.asarray, after)):
+        if np.isnan(a).any():
+            empty = (f"row {int(np.flatnonzero(lengths == 0)[0])} has no response token" if (lengths == 0).any()
+                     else None)
+            raise AssertionError(
+                f"{name} is {plain(a)}, NaN before any extreme value is written (response lengths "
+                f"{plain(lengths)})" + (f": {empty}, and an empty response must contribute 0, never 0 / 0 "
+                                        "(divide by max(n, 1), or select the non-empty rows)" if empty else "")
+            )
         assert not np.isnan(b).any(), (
-            f"{name} is NaN when masked positions hold extremes like +-1e4: the mask must select before exp "
-            "(0 * inf is NaN)"
+            f"{name} is {plain(b)} when masked positions hold extremes like +-1e4 (it is {plain(a)} without them): "
+            "the mask must select before exp, since exp overflows to inf there and 0 * inf is NaN"
         )
         np.testing.assert_array_equal(
             b, a, err_msg=f"{name} changed when only values at masked positions (prompt, padding) changed",
@@ -201,13 +270,29 @@ def test_each_reduction_matches_its_formula(impl, batch):
 @given(batch=token_objective_batches(equal_lengths=True))
 def test_reductions_agree_up_to_the_length_when_rows_have_equal_length(impl, batch):
     length = int(batch["mask"].sum(axis=1)[0])
-    token_mean, sequence_mean, sequence_sum_mean = (objective(impl, batch, r) for r in REDUCTIONS)
-    np.testing.assert_allclose(sequence_mean, token_mean, **TIGHT,
-                               err_msg="with equal response lengths, sequence_mean equals token_mean")
-    np.testing.assert_allclose(
-        sequence_sum_mean, length * token_mean, **TIGHT,
-        err_msg=f"with every response {length} tokens long, sequence_sum_mean is {length} times token_mean",
-    )
+    values = dict(zip(REDUCTIONS, (objective(impl, batch, r) for r in REDUCTIONS)))
+    tokens = f"{length} token" + ("s" if length != 1 else "")
+    sums, _ = per_row(batch)
+    formulas = {"token_mean": sums.sum() / (length * len(sums)), "sequence_mean": np.mean(sums / length),
+                "sequence_sum_mean": sums.mean()}
+
+    def wrong_ones(names) -> str:
+        wrong = [f"{name} = {plain(values[name])} where its formula gives {plain(formulas[name])}" for name in names
+                 if not np.isclose(values[name], formulas[name], **TIGHT)]
+        return "; ".join(wrong) if wrong else "each matches its formula alone, so they disagree only by rounding"
+
+    if not np.isclose(values["sequence_mean"], values["token_mean"], **TIGHT):
+        raise AssertionError(
+            f"with every response {tokens} long, sequence_mean must equal token_mean: token_mean = "
+            f"{plain(values['token_mean'])}, sequence_mean = {plain(values['sequence_mean'])}; "
+            + wrong_ones(("token_mean", "sequence_mean"))
+        )
+    if not np.isclose(values["sequence_sum_mean"], length * values["token_mean"], **TIGHT):
+        raise AssertionError(
+            f"with every response {tokens} long, sequence_sum_mean is {length} times token_mean: "
+            f"sequence_sum_mean = {plain(values['sequence_sum_mean'])}, {length} * token_mean = "
+            f"{plain(length * values['token_mean'])}; " + wrong_ones(("token_mean", "sequence_sum_mean"))
+        )
 
 
 def test_reductions_differ_as_documented_when_lengths_differ(impl):
@@ -256,7 +341,8 @@ def test_an_empty_response_contributes_zero_and_counts_in_the_batch(impl, batch,
             f"adding one to {rows} rows scales the objective by {rows}/{rows + 1}",
         )
     assert log_ratio[where] == 0.0 and ratio[where] == 1.0, (
-        "an empty response's log-ratio is 0 (an empty sum) and its ratio 1"
+        f"an empty response's log-ratio is 0 (an empty sum) and its ratio 1; row {where} gives {plain(log_ratio[where])} "
+        f"and {plain(ratio[where])}"
     )
 
 
@@ -276,7 +362,10 @@ def test_sequence_ratio_is_the_product_of_token_ratios(impl, batch):
     arguments = {k: batch[k] for k in ("new_log_probs", "old_log_probs", "mask")}
     log_ratio = impl.sequence_log_probability_ratio(**arguments)
     ratio = impl.sequence_probability_ratio(**arguments)
-    assert isinstance(ratio, np.ndarray) and ratio.shape == (len(batch["mask"]),), "one ratio per row, [B]"
+    assert isinstance(ratio, np.ndarray) and ratio.shape == (len(batch["mask"]),), (
+        f"one ratio per row, [B] = [{len(batch['mask'])}], as a NumPy array; got {type(ratio).__name__} of shape "
+        f"{tuple(np.shape(ratio))}"
+    )
     token_ratios = expected_terms(batch)[0]
     product = np.array([np.prod(row) for row in token_ratios])
     np.testing.assert_allclose(
@@ -301,11 +390,18 @@ def test_sequence_ratio_is_computed_in_log_space(impl):
         warnings.simplefilter("error")
         log_ratio = impl.sequence_log_probability_ratio(**arguments)
         ratio = impl.sequence_probability_ratio(**arguments)
-    np.testing.assert_allclose(log_ratio, [0.0, 1000.0], atol=1e-9)
-    np.testing.assert_allclose(ratio[0], 1.0, rtol=1e-12,
-                               err_msg="sum the token log-ratios first, exponentiate once: a running product of "
-                               "token ratios overflows on the way")
-    assert ratio[1] == np.inf, "a log-ratio of 1000 is beyond float64: the ratio is inf (never NaN)"
+    np.testing.assert_allclose(log_ratio, [0.0, 1000.0], atol=1e-9,
+                               err_msg="the log-ratios sum the token log-ratios: 400 + 400 - 400 - 400 = 0 and "
+                               "4 * 250 = 1000")
+    if not np.isclose(ratio[0], 1.0, rtol=1e-12, atol=0):
+        raise AssertionError(
+            f"row 0's sequence ratio is {plain(ratio[0])}, expected exp(400 + 400 - 400 - 400) = 1: sum the token "
+            "log-ratios first and exponentiate once; a running product of the token ratios e^400 * e^400 overflows "
+            "to inf on the way"
+        )
+    assert ratio[1] == np.inf, (
+        f"a log-ratio of 1000 is beyond float64: the ratio is inf (never NaN); got {plain(ratio[1])}"
+    )
 
 
 # ---- arrays, rows, and bad input -------------------------------------------------------------------------------
