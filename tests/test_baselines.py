@@ -10,11 +10,47 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
+from tests.assertions import plain
 from tests.strategies import floats, group_rewards
 
 pytestmark = pytest.mark.baselines
 
 TIGHT = dict(rtol=1e-10, atol=1e-10)
+
+
+def rloo_by_loop(rewards: np.ndarray) -> np.ndarray:
+    """r_i minus the mean of the other G - 1 rewards of its row, one sample at a time."""
+    groups, size = rewards.shape
+    expected = np.empty_like(rewards)
+    for g in range(groups):
+        for i in range(size):
+            expected[g, i] = rewards[g, i] - np.delete(rewards[g], i).mean()
+    return expected
+
+
+def rloo_misreadings(rewards: np.ndarray) -> dict[str, np.ndarray]:
+    """The advantages a common misunderstanding of RLOO gives on ``rewards`` [groups, G]."""
+    size = rewards.shape[1]
+    readings = {
+        "the rewards themselves: no baseline is subtracted": rewards,
+        "the mean of all G rewards, r_i included, as the baseline (that is same-group centring)":
+            rewards - rewards.mean(axis=1, keepdims=True),
+        "the other rewards' sum divided by G instead of G - 1":
+            rewards - (rewards.sum(axis=1, keepdims=True) - rewards) / size,
+    }
+    if rewards.shape[0] > 1:
+        readings["groups taken down the columns (axis 0) instead of along each row"] = (
+            rewards - (rewards.sum(axis=0, keepdims=True) - rewards) / (rewards.shape[0] - 1))
+    return readings
+
+
+def named_misreading(actual, expected: np.ndarray, readings: dict[str, np.ndarray]) -> str:
+    """``"; it equals <reading>"`` for each reading ``actual`` matches and ``expected`` does not, else ""."""
+    actual = np.asarray(actual, dtype=np.float64)
+    matches = [name for name, value in readings.items()
+               if value.shape == actual.shape and np.allclose(actual, value, **TIGHT)
+               and not np.allclose(expected, value, **TIGHT)]
+    return ("; the advantages equal " + " and ".join(matches)) if matches else ""
 
 
 @given(rewards=group_rewards())
@@ -30,18 +66,27 @@ def test_no_baseline_returns_the_rewards(impl, rewards):
 @given(rewards=group_rewards())
 def test_rloo_advantages_sum_to_zero_in_every_group(impl, rewards):
     advantages = impl.rloo_advantages(rewards)
-    assert advantages.shape == rewards.shape, "RLOO keeps the [groups, G] shape"
-    scale = 1.0 + np.abs(rewards).max()
-    np.testing.assert_allclose(
-        advantages.sum(axis=1), 0.0, atol=1e-10 * scale,
-        err_msg="RLOO advantages must sum to zero within each row (group): are the groups formed along axis 1?",
+    assert advantages.shape == rewards.shape, (
+        f"RLOO keeps the [groups, G] shape {rewards.shape}; got {np.shape(advantages)}"
     )
+    scale = 1.0 + np.abs(rewards).max()
+    sums = advantages.sum(axis=1)
+    if not np.allclose(sums, 0.0, rtol=0, atol=1e-10 * scale):
+        g = int(np.flatnonzero(~np.isclose(sums, 0.0, rtol=0, atol=1e-10 * scale))[0])
+        raise AssertionError(
+            f"group (row) {g}: rewards {plain(rewards[g])} give RLOO advantages {plain(advantages[g])}, which sum to "
+            f"{plain(sums[g])}, not 0: A_i = r_i - (sum of the row's other G - 1 rewards) / (G - 1), and these "
+            f"cancel over a row; expected {plain(rloo_by_loop(rewards)[g])}"
+            + named_misreading(advantages, rloo_by_loop(rewards), rloo_misreadings(rewards))
+        )
 
 
 @given(rewards=group_rewards(min_group_size=1))
 def test_same_group_centring_sums_to_zero_in_every_group(impl, rewards):
     advantages = impl.group_mean_advantages(rewards)
-    assert advantages.shape == rewards.shape
+    assert advantages.shape == rewards.shape, (
+        f"same-group centring keeps the [groups, G] shape {rewards.shape}; got {np.shape(advantages)}"
+    )
     np.testing.assert_allclose(
         advantages.sum(axis=1), 0.0, atol=1e-10 * (1.0 + np.abs(rewards).max()),
         err_msg="same-group centring subtracts each row's own mean: every row must sum to zero",
@@ -51,12 +96,24 @@ def test_same_group_centring_sums_to_zero_in_every_group(impl, rewards):
 @given(rewards=group_rewards())
 def test_same_group_centring_is_rloo_scaled_by_g_minus_one_over_g(impl, rewards):
     group_size = rewards.shape[1]
-    np.testing.assert_allclose(
-        impl.group_mean_advantages(rewards),
-        (group_size - 1) / group_size * impl.rloo_advantages(rewards),
-        **TIGHT,
-        err_msg="same-group centring must equal (G-1)/G times RLOO exactly: RLOO's baseline is the mean of the "
-        "OTHER G-1 rewards (divide by G-1, leave r_i out)",
+    centred, rloo = impl.group_mean_advantages(rewards), impl.rloo_advantages(rewards)
+    scale = (group_size - 1) / group_size
+    if np.allclose(centred, scale * rloo, **TIGHT):
+        return
+    expected_rloo = rloo_by_loop(rewards)
+    expected_centred = rewards - rewards.mean(axis=1, keepdims=True)
+    wrong = []
+    if not np.allclose(rloo, expected_rloo, **TIGHT):
+        wrong.append(f"rloo_advantages gives {plain(rloo)} where r_i minus the mean of the OTHER G - 1 rewards is "
+                     f"{plain(expected_rloo)}" + named_misreading(rloo, expected_rloo, rloo_misreadings(rewards)))
+    if not np.allclose(centred, expected_centred, **TIGHT):
+        wrong.append(f"group_mean_advantages gives {plain(centred)} where r_i minus its row's mean is "
+                     f"{plain(expected_centred)}")
+    raise AssertionError(
+        f"same-group centring must equal (G-1)/G = {group_size - 1}/{group_size} times RLOO exactly, for rewards "
+        f"{plain(rewards)}: " + ("; ".join(wrong) if wrong else
+                                 f"group_mean_advantages {plain(centred)}, (G-1)/G * rloo_advantages "
+                                 f"{plain(scale * rloo)}")
     )
 
 
@@ -91,14 +148,26 @@ def test_torch_in_torch_out_and_inputs_untouched(impl, rewards):
     for function in (impl.no_baseline_advantages, impl.group_mean_advantages, impl.rloo_advantages):
         result = function(tensor)
         assert isinstance(result, torch.Tensor), f"{function.__name__}: a tensor in must give a tensor out"
-        np.testing.assert_allclose(result.detach().numpy(), function(rewards), **TIGHT)
+        np.testing.assert_allclose(result.detach().numpy(), function(rewards), **TIGHT,
+                                   err_msg=f"{function.__name__}: a tensor and the same NumPy rewards must give "
+                                   "the same advantages")
     np.testing.assert_array_equal(rewards, original, err_msg="the rewards array was changed in place")
 
 
 def test_rloo_worked_example(impl):
-    np.testing.assert_allclose(impl.rloo_advantages(np.array([[1.0, 2.0, 6.0]])), [[-3.0, -1.5, 4.5]], **TIGHT)
-    np.testing.assert_allclose(impl.group_mean_advantages(np.array([[1.0, 2.0, 6.0]])), [[-2.0, -1.0, 3.0]],
-                               **TIGHT)
+    rewards = np.array([[1.0, 2.0, 6.0]])
+    rloo = impl.rloo_advantages(rewards)
+    if not np.allclose(rloo, [[-3.0, -1.5, 4.5]], **TIGHT):
+        raise AssertionError(
+            f"RLOO of the rewards [1, 2, 6] is {plain(rloo)}, expected [-3, -1.5, 4.5]: each reward minus the mean "
+            "of the other two, 1 - (2 + 6) / 2 = -3, 2 - (1 + 6) / 2 = -1.5, 6 - (1 + 2) / 2 = 4.5"
+            + named_misreading(rloo, np.array([[-3.0, -1.5, 4.5]]), rloo_misreadings(rewards))
+        )
+    centred = impl.group_mean_advantages(rewards)
+    assert np.allclose(centred, [[-2.0, -1.0, 3.0]], **TIGHT), (
+        f"same-group centring of [1, 2, 6] is {plain(centred)}, expected each reward minus the group's mean 3: "
+        "[-2, -1, 3]"
+    )
 
 
 def test_bad_input_is_a_clear_error(impl):
@@ -168,7 +237,10 @@ def test_simulation_rloo_is_unbiased_and_same_group_is_scaled(impl, group_size):
     assert abs(result["plain_mean"] - result["true_gradient"]) < Z * standard_error, (
         "the estimate without a baseline is unbiased: its mean must match the true gradient"
     )
-    assert result["predicted_scale"] == pytest.approx((group_size - 1) / group_size, rel=1e-12)
+    assert result["predicted_scale"] == pytest.approx((group_size - 1) / group_size, rel=1e-12), (
+        f"predicted_scale is {plain(result['predicted_scale'])}, expected (G-1)/G = {group_size - 1}/{group_size}: "
+        "same-group centring is RLOO scaled by (G-1)/G, so its expected gradient is that fraction of the true one"
+    )
     assert result["observed_scale"] == pytest.approx(result["same_group_mean"] / result["true_gradient"],
                                                      rel=1e-12), (
         "observed_scale must be measured (same-group mean / true gradient), not copied from the prediction"
