@@ -94,7 +94,33 @@ def classify(error: BaseException) -> tuple[str, str]:
         return KIND_NOT_IMPLEMENTED, _one_line(text)
     if type(leaf).__name__ == "Failed" and text.startswith("Timeout"):  # pytest-timeout, when it is in charge
         return KIND_TIMEOUT, _one_line(text)
-    return KIND_FAILED, _one_line(f"{type(leaf).__name__}: {text}" if text else type(leaf).__name__)
+    return KIND_FAILED, _one_line(f"{type(leaf).__name__}: {_numpy_summary(text)}" if text else type(leaf).__name__)
+
+
+# The first line of numpy.testing's assertion text: the message the test gave follows it.
+_NUMPY_HEADERS = ("Arrays are not equal", "Arrays are not almost equal", "Not equal to tolerance", "Items are not equal",
+                  "Arrays are not less-ordered")
+_NUMPY_DETAILS = ("Mismatched elements", "Mismatch at ind", "Max absolute difference", "Max relative difference",
+                  "ACTUAL:", "DESIRED:", "x and y nan location mismatch", "x and y +inf location mismatch",
+                  "x and y -inf location mismatch", "inf location mismatch", "nan location mismatch", "(shapes ",
+                  "x: ", "y: ")
+
+
+def _numpy_summary(text: str) -> str:
+    """numpy.testing's failure text (a blank line, its header, the test's message, the details) as one line: the
+    test's message first, then what was compared; any other text unchanged."""
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    if not lines or not lines[0].startswith(_NUMPY_HEADERS):
+        return text
+    message = lines[1] if len(lines) > 1 and not lines[1].startswith(_NUMPY_DETAILS) else ""
+    compared: list[str] = []
+    for line in lines:  # an array's repr may run over several lines: each block ends where the next begins
+        if line.startswith(("ACTUAL:", "DESIRED:")):
+            compared.append(line)
+        elif compared and not line.startswith(_NUMPY_DETAILS):
+            compared[-1] += " " + line
+    details = "; ".join(compared) if compared else lines[0]
+    return f"{message} ({details})" if message else details
 
 
 def _one_line(text: str) -> str:

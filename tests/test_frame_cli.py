@@ -10,6 +10,7 @@ import sys
 import textwrap
 from pathlib import Path
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -323,6 +324,18 @@ def test_failures_are_classified_for_the_grader():
     kind, message = progress.classify(AssertionError("the recursion leaks across trace_cuts\nassert 1 == 2"))
     assert (kind, message) == ("failed", "AssertionError: the recursion leaks across trace_cuts"), (
         f"an assertion is failed, with the first line of its message: {(kind, message)}")
+
+
+def test_a_numpy_testing_failure_is_summarised_by_its_message_and_the_values_compared():
+    # numpy.testing's text opens with a blank line and a header: the one line would otherwise be "AssertionError:".
+    with pytest.raises(AssertionError) as caught:
+        np.testing.assert_array_equal([[0, 1], [1, 1]], [[0, 1], [1, 0]], err_msg="padding is never in the mask")
+    kind, message = progress.classify(caught.value)
+    assert (kind, message) == ("failed", "AssertionError: padding is never in the mask (ACTUAL: array([[0, 1], "
+                                         "[1, 1]]); DESIRED: array([[0, 1], [1, 0]]))")
+    with pytest.raises(AssertionError) as caught:
+        np.testing.assert_allclose(2.0, 1.0)
+    assert progress.classify(caught.value)[1] == "AssertionError: ACTUAL: array(2.); DESIRED: array(1.)"
 
 
 def test_the_deadline_stops_hanging_code_even_under_hypothesis():
