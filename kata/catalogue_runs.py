@@ -43,13 +43,16 @@ class Run:
     def concept_name(self) -> str:
         return self.entry.partition("/")[0]
 
-    def arguments(self, impl: str) -> list[str]:
+    def arguments(self, impl: str, report: str | None = None) -> list[str]:
+        """pytest's arguments; ``report``: the file kata.progress writes the concept's first failure message to."""
         marker = self.concept_name if self.slow else f"{self.concept_name} and not slow"
         arguments = [
             # Only the concept's own test module is collected: importing the whole suite would cost more than the run.
             f"tests/test_{self.concept_name}.py", f"--impl={impl}", f"--{self.kind}={self.entry}", "-m", marker,
             "-q", "-rf", "--no-header", "-p", "no:cacheprovider",
         ]
+        if report is not None:
+            arguments.append(f"--kata-report={report}")
         if self.kind == "mistake":
             arguments.append("-x")  # one failure is enough to call a mistake caught
         if self.seed is not None:
@@ -63,6 +66,7 @@ class Outcome:
     returncode: int
     output: str
     seconds: float
+    first_message: str = ""  # the first failure's one-line message, as `kata status` and the grader show it
 
     @property
     def failed_tests(self) -> list[tuple[str, str]]:
@@ -120,11 +124,25 @@ def _environment(run: Run) -> dict[str, str]:
     return dict(os.environ, KATA_HYPOTHESIS_PROFILE=run.profile)
 
 
+def _first_message(run: Run, report_path: str) -> str:
+    """The concept's first failure message in the run's kata.progress report ("" if there is none)."""
+    import json
+
+    try:
+        concepts = json.loads(Path(report_path).read_text()).get("concepts", {})
+        return str(concepts.get(run.concept_name, {}).get("message", ""))
+    except (OSError, ValueError, AttributeError):
+        return ""
+
+
 def _subprocess(run: Run, impl: str) -> Outcome:
     started = time.perf_counter()
-    completed = subprocess.run([sys.executable, "-m", "pytest", *run.arguments(impl)], cwd=REPOSITORY_ROOT,
-                               capture_output=True, text=True, env=_environment(run))
-    return Outcome(run, completed.returncode, completed.stdout + completed.stderr, time.perf_counter() - started)
+    with tempfile.TemporaryDirectory(prefix="kata-catalogue-") as folder:
+        report = str(Path(folder) / "report.json")
+        completed = subprocess.run([sys.executable, "-m", "pytest", *run.arguments(impl, report)],
+                                   cwd=REPOSITORY_ROOT, capture_output=True, text=True, env=_environment(run))
+        return Outcome(run, completed.returncode, completed.stdout + completed.stderr, time.perf_counter() - started,
+                       _first_message(run, report))
 
 
 def _child(run: Run, impl: str, output_path: str) -> None:
@@ -139,7 +157,7 @@ def _child(run: Run, impl: str, output_path: str) -> None:
         os.chdir(REPOSITORY_ROOT)
         import pytest
 
-        code = int(pytest.main(run.arguments(impl)))
+        code = int(pytest.main(run.arguments(impl, output_path + ".json")))
     except BaseException as error:  # noqa: BLE001 - whatever happens, the parent gets a status and a line
         print(f"catalogue run crashed: {type(error).__name__}: {error}", file=sys.stderr)
     finally:
@@ -178,4 +196,4 @@ def _forked(runs: list[Run], impl: str, jobs: int) -> Iterator[Outcome]:
                 process.join()
                 output = Path(output_path).read_text(errors="replace")
                 yield Outcome(run, process.exitcode if process.exitcode is not None else -1, output,
-                              time.perf_counter() - started)
+                              time.perf_counter() - started, _first_message(run, output_path + ".json"))

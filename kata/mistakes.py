@@ -4,7 +4,8 @@
 
 For each ``mistakes/<concept>/<name>.py`` this runs the concept's tests (``tests/test_<concept>.py``, not the slow
 ones) against the reference with the wrong function bound in its place, in a process of its own, and prints one
-line: which test caught it, or that it SURVIVED. ``--profile`` is the Hypothesis profile (default ``ci``, what
+line: which test caught it, or that it SURVIVED, and under a caught one the first failure's message as ``kata
+status`` and the grader show it (examples unshrunk). ``--profile`` is the Hypothesis profile (default ``ci``, what
 grading runs; ``dev`` is what a student runs), played without shrinking and without an example database: only
 caught or not matters here, and shrinking changes neither. ``--repeat N`` runs the whole catalogue N times, each
 repetition with fresh random seeds (``--hypothesis-seed``; a derandomized profile such as ``ci`` meets the same
@@ -74,6 +75,8 @@ def main(argv: list[str] | None = None) -> int:
                 missed[outcome.run.entry] = missed.get(outcome.run.entry, 0) + 1
             status = "caught  " if caught else "MISSED  "
             print(f"{status}{outcome.run.entry:<{width}}  {detail}  ({outcome.seconds:.1f} s)", flush=True)
+            if caught and outcome.first_message:
+                print(f"        first message: {outcome.first_message}", flush=True)
     for problem in problems:
         print(f"CATALOGUE  {problem}")
     caught_always = len(mistakes) - len(missed)

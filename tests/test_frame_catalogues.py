@@ -64,3 +64,19 @@ def test_a_run_names_its_seed_its_entry_and_whether_slow_tests_run():
         f"a slow variant run selects all its concept's tests and runs them all (no -x): {arguments}")
     assert not any(a.startswith("--hypothesis-seed") for a in arguments), (
         f"a run without a seed leaves Hypothesis its own seed: {arguments}")
+
+
+def test_a_run_asks_for_the_report_its_first_message_is_read_from(tmp_path):
+    from kata.catalogue_runs import Outcome, _first_message
+
+    run = Run("mistake", "gae/lambda_not_applied", "ci-no-shrink")
+    report = tmp_path / "report.json"
+    assert f"--kata-report={report}" in run.arguments("solutions", str(report)), (
+        "a run given a report file asks kata.progress to write it")
+    assert not any(a.startswith("--kata-report") for a in run.arguments("solutions")), (
+        "a run given no report file asks for none")
+    report.write_text('{"concepts": {"gae": {"message": "AssertionError: lambda weighs each later TD error"}}}')
+    assert _first_message(run, str(report)) == "AssertionError: lambda weighs each later TD error", (
+        "the first message is the run's concept's message in the report")
+    assert _first_message(run, str(tmp_path / "missing.json")) == "", "no report, no message (never an error)"
+    assert Outcome(run, 1, "", 0.1).first_message == "", "an outcome without a report has no first message"
