@@ -95,8 +95,15 @@ def mask_row_discrepancy(row: np.ndarray, prompt_length: int, pad: int, eos: int
              f"include_eos={include_eos}: mask {plain(actual)}, expected {plain(expected)}")
     late, early = np.zeros_like(expected), np.zeros_like(expected)
     late[1:], early[:-1] = expected[:-1], expected[1:]
-    if actual.any() and (np.array_equal(actual, late) or np.array_equal(actual, early)):
-        which = "late" if np.array_equal(actual, late) else "early"
+    # A shifted mask: the same run of ones, starting one column after (late) or before (early) the response's.
+    start = np.flatnonzero(expected)[0] if expected.any() else None
+    which = None
+    if start is not None and actual.any():
+        if np.array_equal(actual, late) and np.flatnonzero(actual)[0] == start + 1:
+            which = "late"
+        elif np.array_equal(actual, early) and np.flatnonzero(actual)[0] == start - 1:
+            which = "early"
+    if which is not None:
         return (f"every one of the mask is one column {which}: label column j scores token j + 1, so the mask is "
                 "the response's token mask shifted onto the labels input_ids[:, 1:]"
                 + (" (is it aligned with input_ids[:, :-1]?)" if which == "late" else "") + f"; {facts}")
