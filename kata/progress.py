@@ -98,8 +98,8 @@ def classify(error: BaseException) -> tuple[str, str]:
 
 
 # The first line of numpy.testing's assertion text: the message the test gave follows it.
-_NUMPY_HEADERS = ("Arrays are not equal", "Arrays are not almost equal", "Not equal to tolerance", "Items are not equal",
-                  "Arrays are not less-ordered")
+_NUMPY_HEADERS = ("Arrays are not equal", "Arrays are not almost equal", "Not equal to tolerance",
+                  "Items are not equal", "Arrays are not less-ordered")
 _NUMPY_DETAILS = ("Mismatched elements", "Mismatch at ind", "Max absolute difference", "Max relative difference",
                   "ACTUAL:", "DESIRED:", "x and y nan location mismatch", "x and y +inf location mismatch",
                   "x and y -inf location mismatch", "inf location mismatch", "nan location mismatch", "(shapes ",
