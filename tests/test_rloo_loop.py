@@ -154,7 +154,8 @@ def loss_misconceptions(actual: float, logits: torch.Tensor, batch: dict, old: t
         return ""
     if len(matches) == 1:
         return f"; the loss, {plain(actual)}, is the value when {matches[0]}"
-    return f"; the loss, {plain(actual)}, is the value of each of these mistakes on this batch: " + "; or ".join(matches)
+    return (f"; the loss, {plain(actual)}, is the value of each of these mistakes on this batch: "
+            + "; or ".join(matches))
 
 
 def what_position_predicts(batch: dict, row: int, position: int) -> str:
@@ -298,7 +299,9 @@ def test_rloo_advantages_sum_to_zero_within_every_prompt_group(impl, case):
     assert isinstance(advantages, np.ndarray) and advantages.dtype == np.float64, (
         "float64 NumPy rewards in must give float64 NumPy advantages out"
     )
-    assert advantages.shape == rewards.shape
+    assert advantages.shape == rewards.shape, (
+        f"one advantage per row: shape {rewards.shape} like the rewards; got {advantages.shape}"
+    )
     sums = advantages.reshape(-1, group_size).sum(axis=1)
     np.testing.assert_allclose(
         sums, 0.0, atol=1e-12 * (1 + np.abs(rewards).max()),
@@ -332,7 +335,9 @@ def test_one_prompts_rewards_never_change_another_prompts_advantages(impl, case,
 
 def test_grouped_advantages_keep_the_array_kind_and_reject_bad_input(impl):
     rewards = np.array([0.0, 1.0, 1.0, 1.0, 0.0, 0.0])
-    np.testing.assert_allclose(impl.group_rloo_advantages(rewards, 3), [-1.0, 0.5, 0.5, 1.0, -0.5, -0.5])
+    np.testing.assert_allclose(impl.group_rloo_advantages(rewards, 3), [-1.0, 0.5, 0.5, 1.0, -0.5, -0.5],
+                               err_msg="rewards [0, 1, 1 | 1, 0, 0] in groups of 3: 0 - (1 + 1) / 2 = -1, "
+                               "1 - (0 + 1) / 2 = 0.5, ...; 1 - (0 + 0) / 2 = 1, 0 - (1 + 0) / 2 = -0.5, ...")
     tensor = impl.group_rloo_advantages(torch.tensor(rewards), 3)
     assert isinstance(tensor, torch.Tensor), "a tensor in must give a tensor out"
     with pytest.raises(ValueError, match="group_size"):
@@ -615,9 +620,18 @@ TINY = dict(iterations=3, group_size=4, ppo_epochs=2, learning_rate=0.01, clip_e
 
 
 def check_first_batch(batch):
-    assert isinstance(batch.prompt_classes, np.ndarray) and batch.prompt_classes.dtype.kind == "i"
-    assert isinstance(batch.input_ids, torch.Tensor) and isinstance(batch.response_mask, torch.Tensor)
-    assert isinstance(batch.rewards, np.ndarray) and batch.advantages.dtype == np.float64
+    assert isinstance(batch.prompt_classes, np.ndarray) and batch.prompt_classes.dtype.kind == "i", (
+        f"first_batch.prompt_classes is an integer NumPy array; got {type(batch.prompt_classes).__name__} "
+        f"{getattr(batch.prompt_classes, 'dtype', '')}"
+    )
+    assert isinstance(batch.input_ids, torch.Tensor) and isinstance(batch.response_mask, torch.Tensor), (
+        f"first_batch.input_ids and response_mask are tensors; got {type(batch.input_ids).__name__} and "
+        f"{type(batch.response_mask).__name__}"
+    )
+    assert isinstance(batch.rewards, np.ndarray) and batch.advantages.dtype == np.float64, (
+        f"first_batch.rewards is a NumPy array and its advantages float64; got {type(batch.rewards).__name__} and "
+        f"{getattr(batch.advantages, 'dtype', type(batch.advantages).__name__)}"
+    )
     np.testing.assert_array_equal(batch.rewards, sequence_rewards(batch.prompt_classes, batch.input_ids),
                                   err_msg="first_batch.rewards must be the verifier's rewards of its rows")
     for prompt_class in np.unique(batch.prompt_classes):
@@ -647,19 +661,24 @@ def test_a_seed_reproduces_the_run_bit_for_bit(impl):
 def test_evaluation_uses_the_packages_sampler(impl):
     model = make_policy(seed=0, hidden_size=16)
     result = impl.evaluate_sequence_policy(model, samples_per_prompt=2, deterministic=True)
-    assert set(result) >= {"prompt_classes", "input_ids", "rewards", "mean_reward", "success_rate"}
+    keys = {"prompt_classes", "input_ids", "rewards", "mean_reward", "success_rate"}
+    assert set(result) >= keys, f"evaluate_sequence_policy's result misses the keys {sorted(keys - set(result))}"
     rows = torch.as_tensor(result["input_ids"])
     with torch.no_grad():
         logits = model(rows)
     for row, row_logits in zip(rows, logits):
         for position in range(2, rows.shape[1]):
             if EOS_ID in row[2:position].tolist():
-                assert row[position] == PAD_ID
+                assert row[position] == PAD_ID, (
+                    f"row {row.tolist()}: position {position} comes after the EOS, so it is PAD ({PAD_ID})"
+                )
             else:
                 assert row[position] == row_logits[position - 1].argmax(), (
                     "greedy evaluation must take the argmax token at every step"
                 )
-    assert result["mean_reward"] == pytest.approx(float(np.mean(result["rewards"])))
+    assert result["mean_reward"] == pytest.approx(float(np.mean(result["rewards"]))), (
+        f"mean_reward {result['mean_reward']} must be the mean of the rewards, {plain(np.mean(result['rewards']))}"
+    )
 
 
 @pytest.mark.slow
@@ -672,8 +691,11 @@ def test_the_smoke_profile_reaches_exact_response_success(impl):
     run = verdict.attempts[0].run
     check_first_batch(run["first_batch"])
     history = run["history"]
-    assert history["iteration"][0] == 0 and history["iteration"][-1] == sequence_profile_config("smoke")[
-        "iterations"]
+    iterations = sequence_profile_config("smoke")["iterations"]
+    assert history["iteration"][0] == 0 and history["iteration"][-1] == iterations, (
+        f"history['iteration'] runs from {history['iteration'][0]} to {history['iteration'][-1]}: it records the "
+        f"evaluation before training (iteration 0) and after the last of the {iterations} iterations"
+    )
     assert verdict.passed, (
         "the smoke profile never reached sampled exact-response success 1.0 and held it, with greedy decoding "
         f"then answering every prompt exactly, in any of three runs (the seed and two retries): "

@@ -341,8 +341,8 @@ def test_an_empty_response_contributes_zero_and_counts_in_the_batch(impl, batch,
             f"adding one to {rows} rows scales the objective by {rows}/{rows + 1}",
         )
     assert log_ratio[where] == 0.0 and ratio[where] == 1.0, (
-        f"an empty response's log-ratio is 0 (an empty sum) and its ratio 1; row {where} gives {plain(log_ratio[where])} "
-        f"and {plain(ratio[where])}"
+        f"an empty response's log-ratio is 0 (an empty sum) and its ratio 1; row {where} gives "
+        f"{plain(log_ratio[where])} and {plain(ratio[where])}"
     )
 
 
