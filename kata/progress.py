@@ -17,6 +17,7 @@ Registered by the repository's ``conftest.py``. It does three things:
 
 from __future__ import annotations
 
+import re
 import signal
 import threading
 import time
@@ -119,8 +120,18 @@ def _numpy_summary(text: str) -> str:
             compared.append(line)
         elif compared and not line.startswith(_NUMPY_DETAILS):
             compared[-1] += " " + line
+    # "ACTUAL: array([1.5, 1. ])" reads as "ACTUAL: [1.5, 1.]": the values, without NumPy's wrapper and padding.
+    compared = [_plain_array(block) for block in compared]
     details = "; ".join(compared) if compared else lines[0]
     return f"{message} ({details})" if message else details
+
+
+def _plain_array(block: str) -> str:
+    """``"ACTUAL: array([ 1.5 ,  1. ])"`` -> ``"ACTUAL: [1.5, 1.]"``."""
+    block = re.sub(r"\s+", " ", block)
+    if re.match(r"^(ACTUAL|DESIRED): array\(", block):  # a long array ends in "..." instead of ")"
+        block = block.replace("array(", "", 1).removesuffix(")")
+    return re.sub(r"\s+,", ",", re.sub(r"\s+\]", "]", re.sub(r"\[\s+", "[", block)))
 
 
 def _one_line(text: str) -> str:
