@@ -55,6 +55,15 @@ CONCEPT_MARKERS = tuple(concept.marker for concept in CONCEPTS)
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    # An implementation that cannot exist (a mistyped folder) stops the run here, in one line, instead of failing
+    # the set-up of every test with the same traceback.
+    given = config.getoption("--impl")
+    problem = implementations.spec_problem(
+        given or implementations.default_spec(), mistake=config.getoption("--mistake"),
+        variant=config.getoption("--variant"),
+        given_as="--impl" if given else f"${implementations.ENVIRONMENT_VARIABLE}")
+    if problem is not None:
+        raise pytest.UsageError(problem)
     for concept in CONCEPTS:
         config.addinivalue_line("markers", f"{concept.marker}: concept {concept.number}, {concept.title}")
     config.addinivalue_line("markers", f"{FRAME_MARKER}: tests of the kata's own frame (not a concept)")

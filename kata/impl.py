@@ -89,6 +89,32 @@ def default_spec() -> str:
     return os.environ.get(ENVIRONMENT_VARIABLE, DEFAULT_IMPL) or DEFAULT_IMPL
 
 
+def spec_problem(spec: str, *, mistake: str | None = None, variant: str | None = None,
+                 given_as: str = "--impl") -> str | None:
+    """Why ``spec`` (with ``mistake`` or ``variant``) names no implementation, in one line, or None; checked
+    without importing anything, so a command can stop at start-up instead of failing every test. ``given_as``: where
+    the spec came from, as the line names it (``--impl``, ``$KATA_IMPL``)."""
+    if mistake is not None and variant is not None:
+        return "give --mistake or --variant, not both"
+    for kind, entry in (("mistake", mistake), ("variant", variant)):
+        if entry is not None:
+            try:
+                catalogue_path(entry, kind)
+            except ValueError as error:
+                return f"--{kind} {entry}: {error}"
+    if spec in NAMED_PACKAGES:
+        return None
+    folder = Path(spec).expanduser()
+    if not folder.exists():
+        return f"{given_as} {spec}: no such folder (give exercises, solutions, or a folder laid out like exercises/)"
+    if not folder.is_dir():
+        return f"{given_as} {spec}: not a folder (give exercises, solutions, or a folder laid out like exercises/)"
+    if (folder / VIEWS_MARKER).is_file() or any((folder / f"{c.name}.py").exists() for c in CONCEPTS):
+        return None
+    expected = ", ".join(f"{c.name}.py" for c in CONCEPTS)
+    return f"{given_as} {spec}: the folder holds none of the concept modules ({expected})"
+
+
 def load(
     spec: str | os.PathLike[str] | None = None, *, mistake: str | None = None, variant: str | None = None
 ) -> Implementation:

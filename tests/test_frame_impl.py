@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import inspect
+import os
 import shutil
 import subprocess
 import sys
@@ -109,6 +110,35 @@ def test_pytest_impl_path_runs_the_tests_on_a_folder(tmp_path):
     assert completed.returncode == 0, completed.stdout[-2000:] + completed.stderr[-2000:]
     assert f"implementation {submission}" in completed.stdout or "passed" in completed.stdout, (
         "the run names the implementation folder, or passes:\n" + completed.stdout[-2000:])
+
+
+@pytest.mark.parametrize("form", ["two words", "one word", "environment"])
+def test_pytest_with_an_implementation_that_cannot_exist_stops_at_start_up_in_one_line(tmp_path, form):
+    missing = tmp_path / "no-such-submission"
+    arguments = {"two words": ["--impl", str(missing)], "one word": [f"--impl={missing}"], "environment": []}[form]
+    environment = {k: v for k, v in os.environ.items() if k != implementations.ENVIRONMENT_VARIABLE}
+    if form == "environment":
+        environment[implementations.ENVIRONMENT_VARIABLE] = str(missing)
+    completed = subprocess.run(
+        [sys.executable, "-m", "pytest", *arguments, "-m", "gae", "-p", "no:cacheprovider"],
+        cwd=ROOT, capture_output=True, text=True, timeout=300, env=environment,
+    )
+    lines = [line for line in (completed.stdout + completed.stderr).splitlines() if line.strip()]
+    given_as = "$KATA_IMPL" if form == "environment" else "--impl"
+    assert completed.returncode == pytest.ExitCode.USAGE_ERROR and len(lines) == 1, lines[:20]
+    assert lines[0].startswith(f"ERROR: {given_as} {missing}: no such folder"), lines[0]
+
+
+def test_an_implementation_spec_is_checked_without_importing_it(tmp_path):
+    assert implementations.spec_problem("solutions") is None and implementations.spec_problem("exercises") is None
+    assert implementations.spec_problem(str(copy_of_solutions(tmp_path / "student-7"))) is None
+    assert "no such folder" in implementations.spec_problem(str(tmp_path / "missing"))
+    (tmp_path / "file.py").write_text("")
+    assert "not a folder" in implementations.spec_problem(str(tmp_path / "file.py"))
+    assert "none of the concept modules" in implementations.spec_problem(str(tmp_path))
+    assert implementations.spec_problem("solutions", mistake="gae/no_such_mistake").startswith(
+        "--mistake gae/no_such_mistake:")
+    assert implementations.spec_problem("solutions", mistake="gae/lambda_not_applied") is None
 
 
 def test_readme_form_pytest_impl_folder_outside_the_repository(tmp_path):
