@@ -55,9 +55,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"selfcheck: pytest could not run the concept tests (exit {int(exit_code)})")
         return 1
 
-    wrong = []
+    wrong, passing = [], 0
     for nodeid, (outcome, text) in sorted(outcomes.results.items()):
         if outcome == "passed":
+            passing += 1
             wrong.append(f"PASSES ON THE STUB  {nodeid}")
         elif NOT_IMPLEMENTED_PREFIX not in text:
             first = text.strip().splitlines()[-1] if text.strip() else "(no message)"
@@ -66,9 +67,15 @@ def main(argv: list[str] | None = None) -> int:
         print(line)
     total = len(outcomes.results)
     good = total - len(wrong)
-    print(f"{good} of {total} concept tests fail on {args.impl} with 'not implemented yet' "
-          f"({time.perf_counter() - started:.1f} s)")
-    print(f"stubs: {good} passed, {len(wrong)} failed")
+    seconds = time.perf_counter() - started
+    if not total:
+        print(f"no concept test ran on {args.impl} ({seconds:.1f} s): nothing was checked")
+    elif not wrong:
+        print(f"{good} of {total} concept tests fail on the stubs, as they must: each with its one-line "
+              f"'not implemented yet' ({args.impl}, {seconds:.1f} s)")
+    else:
+        print(f"{len(wrong)} of {total} concept tests do not fail on the stubs as they must: {passing} pass, "
+              f"{len(wrong) - passing} fail without the one-line 'not implemented yet' ({args.impl}, {seconds:.1f} s)")
     return 0 if total and not wrong else 1
 
 
