@@ -332,10 +332,13 @@ def test_a_numpy_testing_failure_is_summarised_by_its_message_and_the_values_com
         np.testing.assert_array_equal([[0, 1], [1, 1]], [[0, 1], [1, 0]], err_msg="padding is never in the mask")
     kind, message = progress.classify(caught.value)
     assert (kind, message) == ("failed", "AssertionError: padding is never in the mask (ACTUAL: [[0, 1], [1, 1]]; "
-                                         "DESIRED: [[0, 1], [1, 0]])")
+                                         "DESIRED: [[0, 1], [1, 0]])"), (
+        f"the one line must be the test's message, then the arrays compared; got {message!r}")
     with pytest.raises(AssertionError) as caught:
         np.testing.assert_allclose([1.75, 1.5, 1.0], [1.5, 1.0, 1.0])
-    assert progress.classify(caught.value)[1] == "AssertionError: ACTUAL: [1.75, 1.5, 1.]; DESIRED: [1.5, 1., 1.]"
+    message = progress.classify(caught.value)[1]
+    assert message == "AssertionError: ACTUAL: [1.75, 1.5, 1.]; DESIRED: [1.5, 1., 1.]", (
+        f"without a message, the one line is the values compared; got {message!r}")
 
 
 def test_the_deadline_stops_hanging_code_even_under_hypothesis():

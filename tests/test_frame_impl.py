@@ -130,15 +130,16 @@ def test_pytest_with_an_implementation_that_cannot_exist_stops_at_start_up_in_on
 
 
 def test_an_implementation_spec_is_checked_without_importing_it(tmp_path):
-    assert implementations.spec_problem("solutions") is None and implementations.spec_problem("exercises") is None
-    assert implementations.spec_problem(str(copy_of_solutions(tmp_path / "student-7"))) is None
-    assert "no such folder" in implementations.spec_problem(str(tmp_path / "missing"))
+    problem = implementations.spec_problem
+    assert problem("solutions") is None and problem("exercises") is None, "the named packages always exist"
+    assert problem(str(copy_of_solutions(tmp_path / "student-7"))) is None, "a folder of concept modules is fine"
+    assert "no such folder" in problem(str(tmp_path / "missing")), problem(str(tmp_path / "missing"))
     (tmp_path / "file.py").write_text("")
-    assert "not a folder" in implementations.spec_problem(str(tmp_path / "file.py"))
-    assert "none of the concept modules" in implementations.spec_problem(str(tmp_path))
-    assert implementations.spec_problem("solutions", mistake="gae/no_such_mistake").startswith(
-        "--mistake gae/no_such_mistake:")
-    assert implementations.spec_problem("solutions", mistake="gae/lambda_not_applied") is None
+    assert "not a folder" in problem(str(tmp_path / "file.py")), problem(str(tmp_path / "file.py"))
+    assert "none of the concept modules" in problem(str(tmp_path)), problem(str(tmp_path))
+    wrong = problem("solutions", mistake="gae/no_such_mistake")
+    assert wrong.startswith("--mistake gae/no_such_mistake:"), f"an unknown mistake is named: {wrong}"
+    assert problem("solutions", mistake="gae/lambda_not_applied") is None, "a catalogued mistake is fine"
 
 
 def test_readme_form_pytest_impl_folder_outside_the_repository(tmp_path):
