@@ -46,7 +46,8 @@ def test_one_step_follows_the_published_equations(state, action):
                                err_msg="the state must follow CartPole-v1's equations with explicit Euler")
     assert observation.dtype == np.float32 and env.state.dtype == np.float64, (
         f"observations are float32, the state float64: {observation.dtype}, {env.state.dtype}")
-    np.testing.assert_array_equal(observation, expected.astype(np.float32))
+    np.testing.assert_array_equal(observation, expected.astype(np.float32),
+                                  err_msg="the observation is the state (x, x_dot, theta, theta_dot) cast to float32")
     assert reward == 1.0, "every step earns +1, the terminating one included"
     assert terminated == expected_terminated and not truncated, (
         f"terminated as published, never truncated within the limit: {terminated}, {truncated}")
@@ -103,7 +104,7 @@ def test_seeded_resets():
     assert np.all(np.abs(first) <= 0.05), "the reset state is U(-0.05, 0.05) in every coordinate"
     second, _ = env.reset()
     again, _ = CartPole().reset(seed=7)
-    np.testing.assert_array_equal(first, again)
+    np.testing.assert_array_equal(first, again, err_msg="the same seed gives the same reset state")
     assert not np.array_equal(first, second), "a reset without a seed continues the generator"
     assert not np.array_equal(first, CartPole().reset(seed=8)[0]), "different seeds give different reset states"
 
@@ -144,7 +145,8 @@ def test_the_batch_equals_n_single_environments(limit):
     singles = [CartPole(max_episode_steps=limit) for _ in range(count)]
     observations, _ = batch.reset(seed=seed)
     single_observations = [env.reset(seed=seed + i)[0] for i, env in enumerate(singles)]
-    np.testing.assert_array_equal(observations, np.stack(single_observations))
+    np.testing.assert_array_equal(observations, np.stack(single_observations),
+                                  err_msg="the batch environment observes what the single environments do")
     actions_rng = np.random.default_rng(0)
     ended = 0
     for _ in range(300):
@@ -172,5 +174,7 @@ def test_batch_episode_statistics():
         _, _, terminated, truncated, info = batch.step(np.array([0, 1]) if step % 2 else np.array([1, 0]))
     assert truncated.all() and not terminated.any(), (
         f"5 steps with a limit of 5 truncate both envs and terminate neither: {truncated}, {terminated}")
-    np.testing.assert_array_equal(info["episode_returns"], [5.0, 5.0])
-    np.testing.assert_array_equal(info["episode_lengths"], [5, 5])
+    np.testing.assert_array_equal(info["episode_returns"], [5.0, 5.0],
+                                  err_msg="an episode's return is reported in info when it ends")
+    np.testing.assert_array_equal(info["episode_lengths"], [5, 5],
+                                  err_msg="an episode's length is reported in info when it ends")

@@ -34,7 +34,8 @@ def test_named_packages_load(impl):
     solutions = implementations.load("solutions")
     assert solutions.package_name == "solutions", (
         f"--impl solutions loads the package named solutions: {solutions.package_name!r}")
-    np.testing.assert_allclose(solutions.gae_advantages(**GAE_EXAMPLE), [8.0, 100.0])
+    np.testing.assert_allclose(solutions.gae_advantages(**GAE_EXAMPLE), [8.0, 100.0],
+                               err_msg="--impl solutions runs the reference's gae_advantages")
     exercises = implementations.load("exercises")
     with pytest.raises(NotImplementedError, match="not implemented yet: gae_advantages — GUIDE.md §3"):
         exercises.gae_advantages(**GAE_EXAMPLE)
@@ -45,7 +46,8 @@ def test_a_folder_under_any_name_loads_privately(tmp_path):
     submission = copy_of_solutions(tmp_path / "submissions" / "student-7")
     loaded = implementations.load(str(submission))
     assert loaded.package_name.startswith("kata_submission_"), "a submission gets a private package name"
-    np.testing.assert_allclose(loaded.gae_advantages(**GAE_EXAMPLE), [8.0, 100.0])
+    np.testing.assert_allclose(loaded.gae_advantages(**GAE_EXAMPLE), [8.0, 100.0],
+                               err_msg="a submission folder's gae_advantages runs as written")
     assert loaded.module("gae").__file__.startswith(str(submission)), "the code must come from the folder"
     assert {name: sys.modules.get(name) for name in before} == before, "installed packages must not be disturbed"
     other = implementations.load(str(copy_of_solutions(tmp_path / "another")))
@@ -56,7 +58,8 @@ def test_a_folder_without_init_loads(tmp_path):
     submission = copy_of_solutions(tmp_path / "bare")
     (submission / "__init__.py").unlink()
     loaded = implementations.load(str(submission))
-    np.testing.assert_allclose(loaded.rloo_advantages(np.array([[1.0, 2.0, 6.0]])), [[-3.0, -1.5, 4.5]])
+    np.testing.assert_allclose(loaded.rloo_advantages(np.array([[1.0, 2.0, 6.0]])), [[-3.0, -1.5, 4.5]],
+                               err_msg="a folder without __init__.py still loads as a package")
 
 
 def test_a_module_that_does_not_import_leaves_the_others_alone(tmp_path):
@@ -65,7 +68,8 @@ def test_a_module_that_does_not_import_leaves_the_others_alone(tmp_path):
     loaded = implementations.load(str(submission))
     with pytest.raises(implementations.ImplementationImportError, match=r"gae\.py could not be imported"):
         loaded.gae_advantages(**GAE_EXAMPLE)
-    np.testing.assert_allclose(loaded.rloo_advantages(np.array([[1.0, 2.0, 6.0]])), [[-3.0, -1.5, 4.5]])
+    np.testing.assert_allclose(loaded.rloo_advantages(np.array([[1.0, 2.0, 6.0]])), [[-3.0, -1.5, 4.5]],
+                               err_msg="a module that does not import leaves the others usable")
 
 
 def test_bad_implementation_specs_are_clear_errors(tmp_path):
@@ -95,7 +99,8 @@ def test_a_mistake_is_bound_everywhere_in_a_private_copy():
     assert not np.allclose(wrong.gae_advantages(**GAE_EXAMPLE), [8.0, 100.0]), (
         "the bound mistake changes gae_advantages' result on the worked example")
     right = implementations.load("solutions")
-    np.testing.assert_allclose(right.gae_advantages(**GAE_EXAMPLE), [8.0, 100.0])
+    np.testing.assert_allclose(right.gae_advantages(**GAE_EXAMPLE), [8.0, 100.0],
+                               err_msg="binding a mistake into one load leaves the next load of solutions as it was")
     with pytest.raises(ValueError, match="mistake must be"):
         implementations.load("solutions", mistake="gae/no_such_mistake")
 

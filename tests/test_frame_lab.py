@@ -82,18 +82,22 @@ def test_every_section_runs_on_the_reference_and_writes_its_figures(reference):
 
 def test_results_hold_the_seed_notebooks_numbers(reference):
     _, _, _, results = reference
-    np.testing.assert_allclose(results["gae"]["advantages"], [8.0, 100.0])
+    np.testing.assert_allclose(results["gae"]["advantages"], [8.0, 100.0],
+                               err_msg="the lab's GAE section reproduces the two-mask worked example, [8, 100]")
     assert results["gae"]["first_record_target"] == pytest.approx(10.0), (
         f"the first record's target is 10.0: {results['gae']['first_record_target']}")
     masks = results["masks"]
     assert masks["mask"] == [[0, 0, 1, 1, 1, 0], [0, 1, 1, 0, 0, 0]], (
         f"the seed notebook's padding mask: {masks['mask']}")
-    np.testing.assert_allclose(masks["sequence_log_ratio"], [-0.1, -0.1])
-    np.testing.assert_allclose(masks["sequence_ratio"], [0.9048, 0.9048])
+    np.testing.assert_allclose(masks["sequence_log_ratio"], [-0.1, -0.1],
+                               err_msg="the lab's sequence log-ratio is the sum of the token log-ratios, -0.1 per row")
+    np.testing.assert_allclose(masks["sequence_ratio"], [0.9048, 0.9048],
+                               err_msg="the lab's sequence ratio is exp(-0.1) = 0.9048 per row")
     np.testing.assert_allclose(
         [masks["reductions"][r] for r in ("token_mean", "sequence_mean", "sequence_sum_mean")],
         [0.530272, 0.307133, 1.325681],
         atol=1e-6,
+        err_msg="the lab's three reductions give the worked example's values",
     )
     baselines = results["baselines"]["result"]
     for key in ("plain_std", "same_group_std", "rloo_std", "predicted_scale", "observed_scale"):

@@ -24,11 +24,35 @@ def test_no_module_of_kata_is_over_450_lines():
                           "examples)")
 
 
+def _expected_to_fail(tree: ast.AST) -> set[int]:
+    """Line numbers of the statements inside ``with pytest.raises(...)``: assertions meant to fail there (a test
+    of how a failure reads) may be bare."""
+    inside = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.With) and any("raises" in ast.unparse(item.context_expr) for item in node.items):
+            inside |= {child.lineno for statement in node.body for child in ast.walk(statement)
+                       if hasattr(child, "lineno")}
+    return inside
+
+
 def test_every_assertion_of_the_tests_carries_a_message():
-    """A bare ``assert`` fails with the expression alone: the student (or maintainer) is left to guess what it
-    meant. Every assertion in tests/ and conftest.py says what was expected and why."""
+    """A bare ``assert`` (or a NumPy or torch comparison without ``err_msg``/``msg``) fails with the values alone:
+    the student or maintainer is left to guess what was meant. Every assertion in tests/ and conftest.py says what
+    was expected and why."""
     paths = [*sorted((ROOT / "tests").glob("*.py")), ROOT / "conftest.py"]
-    bare = [f"{path.relative_to(ROOT).as_posix()}:{node.lineno}" for path in paths
-            for node in ast.walk(ast.parse(path.read_text())) if isinstance(node, ast.Assert) and node.msg is None]
+    bare = []
+    for path in paths:
+        tree = ast.parse(path.read_text())
+        exempt = _expected_to_fail(tree)
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Assert):
+                silent = node.msg is None
+            elif isinstance(node, ast.Call) and ast.unparse(node.func).startswith(
+                    ("np.testing.assert", "numpy.testing.assert", "torch.testing.assert")):
+                silent = not any(keyword.arg in ("err_msg", "msg") for keyword in node.keywords)
+            else:
+                continue
+            if silent and node.lineno not in exempt:
+                bare.append(f"{path.relative_to(ROOT).as_posix()}:{node.lineno}")
     assert len(paths) > 20, f"tests/ should hold the concept and frame tests; found {len(paths)} files"
     assert not bare, f"every assertion needs a message naming what it checks; these have none: {bare}"

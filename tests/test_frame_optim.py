@@ -62,7 +62,8 @@ def test_adam_follows_the_textbook_update(seed, lr):
         first = 0.9 * first + 0.1 * gradient
         second = 0.999 * second + 0.001 * gradient**2
         expected = expected - lr * (first / (1 - 0.9**step)) / ((second / (1 - 0.999**step)).sqrt() + 1e-8)
-        np.testing.assert_allclose(parameter.detach(), expected, rtol=1e-10, atol=1e-12)
+        np.testing.assert_allclose(parameter.detach(), expected, rtol=1e-10, atol=1e-12,
+                                   err_msg="each step of the Adam matches the textbook update with bias correction")
 
 
 def test_sgd_takes_a_plain_gradient_step():
@@ -70,7 +71,8 @@ def test_sgd_takes_a_plain_gradient_step():
     optimizer = SGD([parameter], lr=0.5)
     parameter.grad = torch.tensor([0.2, 0.4], dtype=torch.float64)
     optimizer.step()
-    np.testing.assert_array_equal(parameter.detach().numpy(), [0.9, -2.2])
+    np.testing.assert_array_equal(parameter.detach().numpy(), [0.9, -2.2],
+                                  err_msg="SGD subtracts lr times the gradient: 1 - 0.5 * 0.2 and -2 - 0.5 * 0.4")
 
 
 def test_torch_threads_sets_and_restores_the_thread_count():

@@ -57,12 +57,16 @@ def test_aggregate_puts_nan_where_a_run_was_not_evaluated():
     runs = [_run([100, 200, 300], [10.0, nan, 30.0]), _run([100, 200, 300], [20.0, 40.0, nan]),
             _run([100, 200, 300, 400], [30.0, nan, nan, 50.0])]
     curve = aggregate_training_runs(runs)
-    np.testing.assert_array_equal(curve["environment_steps"], [100, 200, 300, 400])
+    np.testing.assert_array_equal(curve["environment_steps"], [100, 200, 300, 400],
+                                  err_msg="the learning curve's x axis is the evaluated environment steps")
     np.testing.assert_array_equal(curve["all_curves"], [[10, nan, 30, nan], [20, 40, nan, nan],
-                                                        [30, nan, nan, 50]])
-    np.testing.assert_array_equal(curve["median"], [20, 40, 30, 50])
-    np.testing.assert_array_equal(curve["q25"], [15, 40, 30, 50])
-    np.testing.assert_array_equal(curve["q75"], [25, 40, 30, 50])
+                                                        [30, nan, nan, 50]],
+                                  err_msg="each run's row is NaN at the steps it was not evaluated at")
+    np.testing.assert_array_equal(curve["median"], [20, 40, 30, 50], err_msg="the median over seeds at each step")
+    np.testing.assert_array_equal(curve["q25"], [15, 40, 30, 50],
+                                  err_msg="the 25th percentile over seeds at each step")
+    np.testing.assert_array_equal(curve["q75"], [25, 40, 30, 50],
+                                  err_msg="the 75th percentile over seeds at each step")
     with pytest.raises(ValueError, match="runs"):
         aggregate_training_runs([])
     with pytest.raises(ValueError, match="runs"):
@@ -100,8 +104,10 @@ def test_numpy_snapshot_matches_the_actor():
     snapshot = PolicySnapshot(actor)
     with torch.no_grad():
         expected = torch.softmax(actor(torch.from_numpy(observations)), -1).numpy()
-    np.testing.assert_allclose(snapshot.probabilities(observations), expected, rtol=1e-5, atol=1e-6)
-    np.testing.assert_array_equal(snapshot(observations), expected.argmax(-1))
+    np.testing.assert_allclose(snapshot.probabilities(observations), expected, rtol=1e-5, atol=1e-6,
+                               err_msg="the NumPy snapshot's action probabilities equal the torch actor's softmax")
+    np.testing.assert_array_equal(snapshot(observations), expected.argmax(-1),
+                                  err_msg="the snapshot acts greedily: the most probable action")
 
 
 def test_rollout_storage_keeps_final_observations_and_flags_apart():
@@ -152,7 +158,8 @@ def test_rollout_storage_keeps_final_observations_and_flags_apart():
 def test_greedy_evaluation_is_deterministic_and_capped():
     policy = PolicySnapshot(Actor(4, 2, (8,), torch.Generator().manual_seed(3)))
     first = evaluate_together([policy], episodes=4, seed=9, max_episode_steps=50)
-    np.testing.assert_array_equal(first, evaluate_together([policy], episodes=4, seed=9, max_episode_steps=50))
+    np.testing.assert_array_equal(first, evaluate_together([policy], episodes=4, seed=9, max_episode_steps=50),
+                                  err_msg="evaluating a policy alone or in a batch of one gives the same returns")
     assert first.shape == (1, 4) and np.all((first >= 1) & (first <= 50)), (
         f"one row per policy, one return per episode, each in [1, 50]: {first}")
 
@@ -174,7 +181,8 @@ def test_policies_evaluated_together_score_as_each_alone():
     together = evaluate_together(policies, episodes=3, seed=4, max_episode_steps=80)
     alone = np.concatenate([evaluate_together([policy], episodes=3, seed=4, max_episode_steps=80)
                             for policy in policies])
-    np.testing.assert_array_equal(together, alone)
+    np.testing.assert_array_equal(together, alone,
+                                  err_msg="each policy's returns are the same evaluated together as alone")
     assert together.shape == (7, 3) and len(np.unique(together)) > 3, "the test needs policies that differ"
     with pytest.raises(ValueError, match="policies"):
         evaluate_together([], episodes=3, seed=4)
@@ -207,7 +215,8 @@ def test_evaluations_batched_or_not_give_the_same_history(per_batch):
     for key in HISTORY_KEYS:
         if key != "wall_time":
             np.testing.assert_array_equal(batched["history"][key], one_by_one["history"][key], err_msg=key)
-    np.testing.assert_array_equal(batched["final_evaluation_returns"], one_by_one["final_evaluation_returns"])
+    np.testing.assert_array_equal(batched["final_evaluation_returns"], one_by_one["final_evaluation_returns"],
+                                  err_msg="batched evaluation leaves a whole run's final evaluation returns unchanged")
     evaluated = np.isfinite(batched["history"]["evaluation_mean"])
     assert list(np.flatnonzero(evaluated) + 1) == [2, 4, 6, 7], "every second update, and the last"
     # progress sees every row once, in order, and only complete: an evaluated row arrives with its evaluation.

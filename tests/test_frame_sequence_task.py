@@ -46,11 +46,13 @@ def test_the_vocabulary():
 
 def test_prompt_batches_are_prompt_major():
     classes, prompts = task.prompt_batch(3)
-    np.testing.assert_array_equal(classes, [0, 0, 0, 1, 1, 1, 2, 2, 2])
+    np.testing.assert_array_equal(classes, [0, 0, 0, 1, 1, 1, 2, 2, 2],
+                                  err_msg="prompts come in blocks of one class per group, groups in class order")
     assert prompts.dtype == torch.int64 and prompts.shape == (9, 2), (
         f"prompts are int64 rows of (BOS, prompt symbol): {prompts.dtype}, {tuple(prompts.shape)}")
     assert torch.all(prompts[:, 0] == BOS_ID), f"every prompt row starts with BOS: {prompts[:, 0].tolist()}"
-    np.testing.assert_array_equal(prompts[:, 1], [P0] * 3 + [P1] * 3 + [P2] * 3)
+    np.testing.assert_array_equal(prompts[:, 1], [P0] * 3 + [P1] * 3 + [P2] * 3,
+                                  err_msg="each prompt's second token names its class")
     with pytest.raises(ValueError, match="group_size"):
         task.prompt_batch(0)
     with pytest.raises(ValueError, match="prompt_classes"):
@@ -99,8 +101,10 @@ def test_the_batch_verifier_agrees_with_the_readable_one_on_every_short_response
     expected = np.array([task.response_reward(k, task.response_tokens(row)) for k, row in zip(classes, rows)])
     rewards = task.sequence_rewards(classes, torch.as_tensor(rows))
     assert rewards.dtype == np.float64, f"rewards are float64: {rewards.dtype}"
-    np.testing.assert_array_equal(rewards, expected)
-    np.testing.assert_array_equal(task.exact_responses(classes, rows), expected == 1.0)
+    np.testing.assert_array_equal(rewards, expected,
+                                  err_msg="the batch verifier scores every short response as the readable one does")
+    np.testing.assert_array_equal(task.exact_responses(classes, rows), expected == 1.0,
+                                  err_msg="exact_responses marks the rows whose reward is 1")
     assert set(np.unique(rewards)) == {0.0, 1 / 3, 2 / 3, 1.0}, (
         f"every short response scores 0, 1/3, 2/3 or 1, and each occurs: {set(np.unique(rewards))}")
 
@@ -213,17 +217,20 @@ def test_evaluation_scores_what_the_sampler_returns():
     greedy = task.evaluate_policy(model, scripted_sampler, samples_per_prompt=2, deterministic=True)
     assert greedy["success_rate"] == 1.0 and greedy["mean_reward"] == 1.0, (
         f"the correct answers greedily score 1: {greedy['success_rate']}, {greedy['mean_reward']}")
-    np.testing.assert_array_equal(greedy["prompt_classes"], [0, 0, 1, 1, 2, 2])
+    np.testing.assert_array_equal(greedy["prompt_classes"], [0, 0, 1, 1, 2, 2],
+                                  err_msg="greedy evaluation covers each class's prompts in order")
     assert isinstance(greedy["input_ids"], np.ndarray) and greedy["input_ids"].shape == (6, 2 + task.MAX_NEW_TOKENS), (
         f"input_ids are a NumPy array of (6, prompt + MAX_NEW_TOKENS): {type(greedy['input_ids'])}")
     sampled = task.evaluate_policy(model, scripted_sampler, samples_per_prompt=50, deterministic=False, seed=3)
     np.testing.assert_array_equal(sampled["rewards"], task.sequence_rewards(sampled["prompt_classes"],
-                                                                             sampled["input_ids"]))
+                                                                             sampled["input_ids"]),
+                                  err_msg="the sampled rewards are the task's rewards of the sampled responses")
     assert sampled["mean_reward"] == pytest.approx(sampled["rewards"].mean()), (
         f"mean_reward is the rewards' mean: {sampled['mean_reward']} vs {sampled['rewards'].mean()}")
     assert sampled["success_rate"] == pytest.approx(sampled["success"].mean()), (
         f"success_rate is the successes' mean: {sampled['success_rate']} vs {sampled['success'].mean()}")
-    np.testing.assert_allclose(sampled["per_prompt_success_rate"], sampled["success"].reshape(3, 50).mean(axis=1))
+    np.testing.assert_allclose(sampled["per_prompt_success_rate"], sampled["success"].reshape(3, 50).mean(axis=1),
+                               err_msg="the per-prompt success rate is the mean success over that prompt's 50 samples")
     again = task.evaluate_policy(model, scripted_sampler, samples_per_prompt=50, deterministic=False, seed=3)
     np.testing.assert_array_equal(again["input_ids"], sampled["input_ids"], err_msg="a seed fixes the samples")
     with pytest.raises(ValueError, match="samples_per_prompt"):
@@ -268,8 +275,10 @@ def test_the_loop_evaluates_first_on_schedule_and_last():
     batch = run["first_batch"]
     assert torch.equal(batch.input_ids, iteration.batches[0]), (
         "first_batch holds the batch the first iteration was given")
-    np.testing.assert_array_equal(batch.prompt_classes, [0, 0, 0, 1, 1, 1, 2, 2, 2])
-    np.testing.assert_array_equal(batch.rewards, task.sequence_rewards(batch.prompt_classes, batch.input_ids))
+    np.testing.assert_array_equal(batch.prompt_classes, [0, 0, 0, 1, 1, 1, 2, 2, 2],
+                                  err_msg="a batch's prompt classes come in groups, in class order")
+    np.testing.assert_array_equal(batch.rewards, task.sequence_rewards(batch.prompt_classes, batch.input_ids),
+                                  err_msg="a batch's rewards are the task's rewards of its responses")
     assert batch.advantages.dtype == np.float64, f"first_batch's advantages are float64: {batch.advantages.dtype}"
     assert run["config"]["evaluation_every"] == 2, (
         f"the run's config records evaluation_every: {run['config']['evaluation_every']}")
