@@ -5,6 +5,7 @@ meet their rates on seeds nobody tuned to?
     python benchmarks/training_robustness.py --part ppo --jobs 2    # only the PPO training test's streams
     python benchmarks/training_robustness.py --part full --jobs 2   # only the PPO full profile's held-out seeds
     python benchmarks/training_robustness.py --part rloo --jobs 2   # only the RLOO training test's streams
+    python benchmarks/training_robustness.py --part full --seeds 5000-5019   # other held-out seeds
 
 Each training test's EXACT verdict (``kata.training_checks``: a run, then up to two more runs with other seeds
 while every run so far failed) is applied to independent streams: the reference on held-out seeds, and every valid
@@ -55,9 +56,9 @@ def variants(concept: str) -> list[str]:
     return sorted(f"{concept}/{path.stem}" for path in (REPOSITORY / "variants" / concept).glob("*.py"))
 
 
-def streams(concept: str) -> list[tuple[str | None, int]]:
+def streams(concept: str, reference_seeds: tuple[int, ...]) -> list[tuple[str | None, int]]:
     """(variant or None for the reference, seed) of every stream the concept's training test is run on."""
-    return ([(None, seed) for seed in HELD_OUT_REFERENCE_SEEDS]
+    return ([(None, seed) for seed in reference_seeds]
             + [(variant, seed) for variant in variants(concept) for seed in HELD_OUT_VARIANT_SEEDS])
 
 
@@ -108,6 +109,18 @@ def rloo_stream(variant: str | None, seed: int) -> dict:
 
     verdict = training_checks.first_success(attempt, seed)
     return dict(variant=variant, seed=seed, passed=verdict.passed, runs=runs)
+
+
+def seed_range(text: str) -> tuple[int, ...]:
+    """``"5000-5019"`` as the seeds 5000 to 5019, both included."""
+    first, _, last = text.partition("-")
+    try:
+        seeds = tuple(range(int(first), int(last or first) + 1))
+    except ValueError:
+        seeds = ()
+    if not seeds:
+        raise argparse.ArgumentTypeError(f"expected FIRST-LAST, for instance 5000-5019; got {text!r}")
+    return seeds
 
 
 def call(job: tuple) -> dict:
@@ -203,21 +216,24 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--part", choices=("all", "ppo", "full", "rloo"), default="all")
     parser.add_argument("--jobs", type=int, default=1, metavar="N", help="streams in N worker processes (forked)")
+    parser.add_argument("--seeds", type=seed_range, default=HELD_OUT_REFERENCE_SEEDS, metavar="FIRST-LAST",
+                        help="the reference's held-out seeds (default 2000-2019)")
     args = parser.parse_args()
     print(f"machine: {describe_machine()}; {load()} at start")
-    print(f"PPO smoke profile: {dataclasses.asdict(profile_config('smoke'))}")
+    for profile in {"all": ("smoke", "full"), "ppo": ("smoke",), "full": ("full",)}.get(args.part, ()):
+        print(f"PPO {profile} profile: {dataclasses.asdict(profile_config(profile))}")
     failures = 0
     started = time.perf_counter()
     if args.part in ("all", "ppo"):
-        results = run_all(ppo_stream, streams("ppo_cartpole"), args.jobs)
+        results = run_all(ppo_stream, streams("ppo_cartpole", args.seeds), args.jobs)
         report_ppo(results)
         failures += sum(not stream["passed"] for stream in results)
     if args.part in ("all", "full"):
-        results = run_all(full_run, [(seed,) for seed in HELD_OUT_REFERENCE_SEEDS], args.jobs)
+        results = run_all(full_run, [(seed,) for seed in args.seeds], args.jobs)
         report_full(results)
         failures += sum(not run["passed"] for run in results)
     if args.part in ("all", "rloo"):
-        results = run_all(rloo_stream, streams("rloo_loop"), args.jobs)
+        results = run_all(rloo_stream, streams("rloo_loop", args.seeds), args.jobs)
         report_rloo(results)
         failures += sum(not stream["passed"] for stream in results)
     print(f"\n{time.perf_counter() - started:.0f} s in all with {args.jobs} worker(s); {load()} at the end")
