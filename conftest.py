@@ -12,7 +12,6 @@ from __future__ import annotations
 import os
 
 import pytest
-import torch
 from _pytest.doctest import DoctestItem
 from hypothesis import HealthCheck, Phase, Verbosity, settings
 
@@ -46,9 +45,6 @@ for _name in ("dev", "ci", "thorough"):
     )
 settings.load_profile(os.environ.get("KATA_HYPOTHESIS_PROFILE", "dev"))
 
-# The kata's tensors are tiny: on a 2-core machine a second intra-op thread only adds hand-offs and waiting.
-torch.set_num_threads(1)
-
 FRAME_MARKER = "frame"
 SLOW_MARKER = "slow"
 CONCEPT_MARKERS = tuple(concept.marker for concept in CONCEPTS)
@@ -64,6 +60,11 @@ def pytest_configure(config: pytest.Config) -> None:
         given_as="--impl" if given else f"${implementations.ENVIRONMENT_VARIABLE}")
     if problem is not None:
         raise pytest.UsageError(problem)
+    # Imported here, after that check: a run that stops at start-up does not pay the second torch takes to import.
+    import torch
+
+    # The kata's tensors are tiny: on a 2-core machine a second intra-op thread only adds hand-offs and waiting.
+    torch.set_num_threads(1)
     for concept in CONCEPTS:
         config.addinivalue_line("markers", f"{concept.marker}: concept {concept.number}, {concept.title}")
     config.addinivalue_line("markers", f"{FRAME_MARKER}: tests of the kata's own frame (not a concept)")

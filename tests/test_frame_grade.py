@@ -179,8 +179,8 @@ def mini_conftest() -> str:
     text = (ROOT / "conftest.py").read_text()
     lines = text.splitlines(keepends=True)
     kept = [line for line in lines if line.strip() != "import torch" and not line.lstrip().startswith("torch.")]
-    trimmed = "".join(kept)
-    return trimmed if "torch" not in trimmed else text  # any other use of torch: keep the file as it is
+    code = "".join(line for line in kept if not line.lstrip().startswith("#"))
+    return "".join(kept) if "torch" not in code else text  # any other use of torch: keep the file as it is
 
 
 def mini_repository(root: Path) -> Path:
