@@ -8,9 +8,9 @@ code happens to draw (a permutation taken as ``argsort(rand)`` instead of ``rand
 
 So a training test gives its seed up to two more independent runs: it passes as soon as one run succeeds. If one
 run fails with probability q, a valid implementation is rejected with probability q³, below 1 % as long as q stays
-below 20 % (the benchmark measures q on held-out seeds and on the valid variants' streams: on the current code 1 of
-36 first runs failed and its first retry passed; on older code a variant once failed twice in a row, so q² alone was
-not a safe margin). A passing implementation usually costs one run; wrong code that learns nothing fails all three.
+below 20 % (the benchmark measures q on held-out seeds and on the valid variants' streams: on the current code 1 and
+2 of 36 first runs failed on two machines, and one stream failed twice in a row before its second retry passed, so
+q² alone would not be a safe margin). A passing implementation usually costs one run; wrong code that learns nothing fails all three.
 The fast tests, not these, pin each function's arithmetic.
 """
 
