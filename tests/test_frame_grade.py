@@ -388,7 +388,16 @@ def test_a_grader_failure_is_an_error_for_that_submission_only():
         f"the grader's failure is every concept's error message: {results[1].concepts}")
 
 
-def test_ctrl_c_keeps_what_was_graded_and_marks_the_rest(tmp_path):
+@pytest.fixture
+def ctrl_c_delivered():
+    """Python's own SIGINT handler for the test: a process started in the background by a shell inherits SIGINT
+    ignored, and ``_thread.interrupt_main`` then does nothing (the Ctrl-C this test simulates would never arrive)."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, previous)
+
+
+def test_ctrl_c_keeps_what_was_graded_and_marks_the_rest(tmp_path, ctrl_c_delivered):
     with pytest.raises(grade.GradingInterrupted) as interrupted:
         grade.grade_all(["a", "interrupt", "b"], ScriptedGrader(concepts=MINI_CONCEPTS), jobs=1)
     results = interrupted.value.results
