@@ -10,8 +10,8 @@ So a training test gives its seed up to two more independent runs: it passes as 
 run fails with probability q, a valid implementation is rejected with probability q³, below 1 % as long as q stays
 below 20 % (the benchmark measures q on held-out seeds and on the valid variants' streams: on the current code 1 and
 2 of 36 first runs failed on two machines, and one stream failed twice in a row before its second retry passed, so
-q² alone would not be a safe margin). A passing implementation usually costs one run; wrong code that learns nothing fails all three.
-The fast tests, not these, pin each function's arithmetic.
+q² alone would not be a safe margin). A passing implementation usually costs one run; wrong code that learns
+nothing fails all three. The fast tests, not these, pin each function's arithmetic.
 """
 
 from __future__ import annotations
