@@ -159,7 +159,8 @@ def report_ppo(results: list[dict]) -> None:
           f"pass, {len(results) - passed} failures; single runs: {sum(r['passed'] for r in first_runs)} of "
           f"{len(first_runs)} first runs solve and hold ({sum(r['passed'] for r in all_runs)} of {len(all_runs)} "
           f"runs with the retries)")
-    print(f"  margin over all {len(all_runs)} runs: lowest final greedy return {min(r['final'] for r in all_runs):.1f}, "
+    print(f"  margin over all {len(all_runs)} runs: "
+          f"lowest final greedy return {min(r['final'] for r in all_runs):.1f}, "
           f"lowest last-fifth minimum {min(r['late'] for r in all_runs):.1f} (both must be >= 475)")
     reference = [stream["runs"][0] for stream in results if stream["variant"] is None]
     profile_summary("smoke", reference)
@@ -176,7 +177,8 @@ def profile_summary(profile: str, runs: list[dict]) -> None:
     print(f"{profile} profile, reference, held-out seeds {runs[0]['seed']}-{runs[-1]['seed']}: {len(solved)} of "
           f"{len(runs)} solve and hold within {runs[0]['steps']} steps; steps to the first evaluation >= 475 among "
           f"them: {spread(firsts)}; wall per seed median "
-          f"{statistics.median(walls):.2f} s, max {max(walls):.2f} s; CPU per seed median {statistics.median(cpus):.2f} s, "
+          f"{statistics.median(walls):.2f} s, max {max(walls):.2f} s; "
+          f"CPU per seed median {statistics.median(cpus):.2f} s, "
           f"max {max(cpus):.2f} s")
 
 

@@ -92,7 +92,8 @@ def simulate_group_baseline_bias(group_size: int, groups: int, seed: int) -> dic
     Returns:
         A dict of floats: ``true_gradient``; ``plain_mean``, ``plain_std`` (no baseline);
         ``same_group_mean``, ``same_group_std``; ``rloo_mean``, ``rloo_std``; ``predicted_scale = (G-1)/G``;
-        ``observed_scale = same_group_mean / true_gradient``, to compare with the prediction. The standard error of a mean is its std / sqrt(groups).
+        ``observed_scale = same_group_mean / true_gradient``, to compare with the prediction. The standard error
+        of a mean is its std / sqrt(groups).
         The same seed gives the same numbers, bit for bit.
 
     Raises:

@@ -145,11 +145,11 @@ def ppo_update(
     """PPO's update on one rollout: ``epochs`` passes of shuffled minibatches, one optimizer step each.
 
     For every minibatch (from :func:`minibatch_indices`): ``actor`` and ``critic`` are each called once (with
-    gradient), on the minibatch's observations only; advantages are normalised within the minibatch if asked; the loss is
-    ``ppo_loss(clipped_policy_loss, clipped_value_loss, entropy)``; the gradient norm over all of the optimizer's
+    gradient), on the minibatch's observations only; advantages are normalised within the minibatch if asked; the loss
+    is ``ppo_loss(clipped_policy_loss, clipped_value_loss, entropy)``; the gradient norm over all of the optimizer's
     parameters is clipped to ``max_grad_norm`` after ``backward()`` and before ``step()``. The batch's
-    ``old_log_probs`` and ``old_values`` are the data the ratio and the value clip refer to: never recomputed,
-    never changed. After an epoch whose mean approximate KL exceeds ``target_kl`` (if given), no more epochs run.
+    ``old_log_probs`` and ``old_values`` are the data the ratio and the value clip refer to: never recomputed, never
+    changed. After an epoch whose mean approximate KL exceeds ``target_kl`` (if given), no more epochs run.
 
     Args:
         actor: observations ``[B, obs]`` -> logits ``[B, actions]``.

@@ -15,7 +15,8 @@ a file that is missing gets ``error`` naming it), grades them as ``kata grade`` 
 profile, slow tests included unless the zip was built with --no-slow, the per-test timeout it was built with) with
 the repository's tests and reference from ``source/``, and writes results.json: one test per concept (name, score,
 max_score, output: the first failure's message, the catalogued misconception a failed concept behaves like (as
-``kata grade`` diagnoses it) and the command that shows every failure, visibility) and the score. ``AUTOGRADER_ROOT`` (default ``/autograder``) replaces the root, so the whole flow runs anywhere.
+``kata grade`` diagnoses it) and the command that shows every failure, visibility) and the score.
+``AUTOGRADER_ROOT`` (default ``/autograder``) replaces the root, so the whole flow runs anywhere.
 """
 
 from __future__ import annotations

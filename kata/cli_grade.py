@@ -105,14 +105,14 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
             started outlives it. One submission's failure never stops the batch; the reports are rewritten
             (atomically) after every submission, and Ctrl-C or SIGTERM leaves them complete.
 
-            Output: a Markdown table on stdout (and in --markdown FILE); --json {"submissions": [{"submission", "graded", "total",
-            "max_total", "notes", "concepts": {NAME: {"points", "max_points", "passed", "failed", "status",
-            "message", "chained_status", "chained_message", "diagnoses"}}}]}; --csv one row per submission, a
-            column per concept, the total, the maximum, the notes (blank if not graded, never 0) and the
-            diagnoses; --gradescope the results.json of Gradescope (one test per concept; one submission only;
-            `kata autograder` builds the whole autograder); --class-report DIR misconceptions.md, .json and .png.
-            A failed concept's diagnoses name the catalogued mistakes its functions behave like (kata diagnose,
-            on the submission's own modules beside the reference, under the same limits).
+            Output: a Markdown table on stdout (and in --markdown FILE); --json {"submissions": [{"submission",
+            "graded", "total", "max_total", "notes", "concepts": {NAME: {"points", "max_points", "passed", "failed",
+            "status", "message", "chained_status", "chained_message", "diagnoses"}}}]}; --csv one row per submission,
+            a column per concept, the total, the maximum, the notes (blank if not graded, never 0) and the diagnoses;
+            --gradescope the results.json of Gradescope (one test per concept; one submission only; `kata autograder`
+            builds the whole autograder); --class-report DIR misconceptions.md, .json and .png. A failed concept's
+            diagnoses name the catalogued mistakes its functions behave like (kata diagnose, on the submission's own
+            modules beside the reference, under the same limits).
 
             Submitted code runs with your rights in the process that records its results: it can read and write
             your files and use the network. Grade untrusted code inside a container or a throwaway virtual machine."""))

@@ -4,8 +4,8 @@
 laid out like ``exercises/`` (``~/submissions/student-7``) under a private package name, so it never shadows or
 disturbs the installed packages and two submissions can be loaded side by side. ``load("solutions",
 mistake="gae/truncation_as_termination")`` loads a fresh copy of the reference with one wrong function from the
-mistake catalogue bound in every module of that copy (the loops call it too); ``variant="ppo_cartpole/argsort_permutation"``
-binds a valid variant from ``variants/`` the same way.
+mistake catalogue bound in every module of that copy (the loops call it too);
+``variant="ppo_cartpole/argsort_permutation"`` binds a valid variant from ``variants/`` the same way.
 
 Concept modules are imported one at a time, when first needed: one that does not import fails its own concept's
 tests with a readable message and leaves the others alone.

@@ -222,7 +222,8 @@ CONCEPTS: tuple[Concept, ...] = (
         variants=(
             Variant("approx_kl_from_ratio", "CleanRL's ((ratio - 1) - logratio).mean(), without expm1"),
             Variant("cleanrl_max_of_negatives", "CleanRL's policy loss max(-A r, -A clip(r)).mean()"),
-            Variant("cleanrl_ratio_outside_fraction", "CleanRL's ((ratio - 1).abs() > eps).float().mean(): a float32 fraction"),
+            Variant("cleanrl_ratio_outside_fraction",
+                    "CleanRL's ((ratio - 1).abs() > eps).float().mean(): a float32 fraction"),
             Variant("float64_terms_cast_back", "the four surrogate terms in float64, cast back"),
             Variant("value_loss_by_where", "the clipped value prediction chosen by torch.where instead of clamp"),
         ),
@@ -348,7 +349,8 @@ CONCEPTS: tuple[Concept, ...] = (
         ),
         variants=(
             Variant("float64_sequence_ratio", "the sequence ratio exponentiated in float64, cast back"),
-            Variant("log_ratio_as_difference_of_sums", "the sequence log-ratio as the difference of the summed log-probs"),
+            Variant("log_ratio_as_difference_of_sums",
+                    "the sequence log-ratio as the difference of the summed log-probs"),
             Variant("reduction_weights", "the three reductions as one weighted sum with per-token weights"),
             Variant("where_on_log_ratio", "masked terms from the log-ratio zeroed off the mask, written out inline"),
         ),

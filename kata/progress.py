@@ -7,12 +7,13 @@ Registered by the repository's ``conftest.py``. It does three things:
   the fingerprint of the files they depend on (:func:`kata.status.fingerprint`). ``--kata-no-progress`` turns it
   off.
 - **Report** (``--kata-report FILE``, used by ``kata grade``): per concept, tests collected, passed, failed,
-  skipped, timed out, unable to import the module or to be set up at all, and the first failure's message; rewritten after every test
-  with the test in progress, so a grader that has to kill a hung run still knows what finished and what hung.
-- **Per-test deadline** (``--kata-test-timeout SECONDS``, used by ``kata grade`` and ``kata check``): a test that runs longer fails
-  with :class:`TestTimeout`, and the remaining tests of its concept fail at once without running. The deadline
-  raises a ``BaseException`` on purpose: Hypothesis catches ``Exception`` and pytest's ``Failed`` (what
-  pytest-timeout raises) to shrink a failure, and would then run the hanging code again with no alarm left.
+  skipped, timed out, unable to import the module or to be set up at all, and the first failure's message;
+  rewritten after every test with the test in progress, so a grader that has to kill a hung run still knows what
+  finished and what hung.
+- **Per-test deadline** (``--kata-test-timeout SECONDS``, used by ``kata grade`` and ``kata check``): a test that
+  runs longer fails with :class:`TestTimeout`, and the remaining tests of its concept fail at once without running.
+  The deadline raises a ``BaseException`` on purpose: Hypothesis catches ``Exception`` and pytest's ``Failed``
+  (what pytest-timeout raises) to shrink a failure, and would then run the hanging code again with no alarm left.
 """
 
 from __future__ import annotations

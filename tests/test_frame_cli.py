@@ -59,7 +59,8 @@ def test_hint_level_out_of_range_says_how_many_there_are(capsys, level):
         "the error says how many hints there are")
 
 
-@pytest.mark.parametrize("command", [["hint", "gea"], ["check", "gea"], ["watch", "gea"], ["grade", "--concepts", "gea"]])
+@pytest.mark.parametrize(
+    "command", [["hint", "gea"], ["check", "gea"], ["watch", "gea"], ["grade", "--concepts", "gea"]])
 def test_an_unknown_concept_lists_the_valid_names(capsys, command):
     with pytest.raises(SystemExit) as exit_info:
         cli.main(command)

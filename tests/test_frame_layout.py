@@ -1,9 +1,10 @@
-"""The frame's layout: every module of kata/ is short enough for a maintainer to read in one sitting, and every
-assertion of the tests says what broke."""
+"""The frame's layout: every module of kata/ is short enough for a maintainer to read in one sitting, every line of
+the repository's Python fits the configured width, and every assertion of the tests says what broke."""
 
 from __future__ import annotations
 
 import ast
+import tomllib
 
 import pytest
 
@@ -22,6 +23,20 @@ def test_no_module_of_kata_is_over_450_lines():
     assert not too_long, (f"no module of kata/ may be over {MAX_MODULE_LINES} lines; {too_long} are: move a "
                           "cohesive part into a module of its own (kata/grade_batch.py and kata/cli_grade.py are "
                           "examples)")
+
+
+def test_every_python_line_fits_the_configured_width():
+    """pyproject.toml's ``[tool.ruff] line-length`` is the width every Python file of the repository keeps (the
+    catalogues and benchmarks included): a maintainer reading side by side never scrolls."""
+    width = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["ruff"]["line-length"]
+    folders = ("kata", "solutions", "exercises", "mistakes", "variants", "tests", "benchmarks", "notebooks")
+    paths = [ROOT / "conftest.py", *(path for folder in folders for path in sorted((ROOT / folder).rglob("*.py"))
+                                     if "__pycache__" not in path.parts)]
+    too_wide = [f"{path.relative_to(ROOT).as_posix()}:{number} ({len(line)})"
+                for path in paths for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+                if len(line) > width]
+    assert len(paths) > 50, f"the repository's Python files should be found; found {len(paths)}"
+    assert not too_wide, f"lines wider than pyproject.toml's line-length {width}: {too_wide[:20]}"
 
 
 def _expected_to_fail(tree: ast.AST) -> set[int]:

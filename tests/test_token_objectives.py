@@ -31,7 +31,8 @@ def which_misreading(actual, expected, readings: dict[str, object]) -> str:
 
 
 def expected_terms(batch: dict) -> tuple[np.ndarray, ...]:
-    """The four terms by their definition, in NumPy: PPO's per-token terms at response tokens, (1, 0, 0, 0) elsewhere."""
+    """The four terms by their definition, in NumPy: PPO's per-token terms at response tokens, (1, 0, 0, 0)
+    elsewhere."""
     response = batch["mask"] == 1
     epsilon = batch["clip_epsilon"]
     ratio = np.ones(response.shape)

@@ -86,9 +86,8 @@ def _report_gae(d: Mapping[str, Any]) -> list[str]:
         (f"rewards {e['rewards']}, values {e['values']}, next_values {e['next_values']}, terminated "
         f"{e['terminated']}, trace_cuts {e['trace_cuts']}, γ = {e['gamma']}, λ = {e['gae_lambda']}."),
         "",
-        (f"Advantages: [{', '.join(_fmt(a, 6) for a in d['advantages'])}] (expected {d['expected']}); the first record's "
-        "value "
-        f"target is {_fmt(d['first_record_target'], 6)}."),
+        (f"Advantages: [{', '.join(_fmt(a, 6) for a in d['advantages'])}] (expected {d['expected']}); "
+        f"the first record's value target is {_fmt(d['first_record_target'], 6)}."),
         "",
     ]
 
@@ -97,9 +96,9 @@ def _report_ppo(d: Mapping[str, Any]) -> list[str]:
     lines = [
         (f"Seeds {d['seeds']}, profile config with overrides {d['config_overrides'] or 'none'}. Greedy evaluation "
         f"return (ceiling 500); a seed is solved when its final evaluation and every evaluation in the last fifth of "
-        f"its steps reach {SOLVED_RETURN:g}: {d['solved_seeds']} of {len(d['seeds'])} seeds solved. A few seeds show the "
-        "curve, not the rate: the fraction of 20 held-out seeds that solve and hold within the profile's budget is "
-        "measured by `benchmarks/training_robustness.py` (README.md, Benchmarks)."),
+        f"its steps reach {SOLVED_RETURN:g}: {d['solved_seeds']} of {len(d['seeds'])} seeds solved. "
+        "A few seeds show the curve, not the rate: the fraction of 20 held-out seeds that solve and hold within the "
+        "profile's budget is measured by `benchmarks/training_robustness.py` (README.md, Benchmarks)."),
         "",
         ("| seed | final greedy return | environment steps | first steps at ≥ 475 | lowest return, last fifth "
         "| wall s |"),
@@ -161,9 +160,9 @@ def _report_rloo(d: Mapping[str, Any]) -> list[str]:
     ]
     lines += [f"prompt={r['prompt']} | {r['text']} | reward={r['reward']:.2f} | advantage={r['advantage']:+.3f} | "
               f"mask={r['mask']}" for r in d["first_rows"]]
-    lines += ["```", "", (f"Per-prompt sums of the first rollout's RLOO advantages: "
-              f"[{', '.join(f'{total:.1e}' for total in d['group_advantage_sums'])}]."), "", "Greedy responses after training:", "",
-              "```"]
+    sums = ", ".join(f"{total:.1e}" for total in d["group_advantage_sums"])
+    lines += ["```", "", f"Per-prompt sums of the first rollout's RLOO advantages: [{sums}].", "",
+              "Greedy responses after training:", "", "```"]
     lines += [f"prompt={r['prompt']} | {r['text']} | reward={r['reward']:.2f}" for r in d["greedy"]]
     lines += ["```", ""]
     return lines
