@@ -152,6 +152,8 @@ def _print_diagnoses(c: Concept) -> None:
     """One line per function of ``c`` that behaves like a catalogued mistake; nothing when none does."""
     from kata.diagnose import diagnose_in_subprocess
 
+    if not status.started(REPOSITORY_ROOT / "exercises", [c.name], REPOSITORY_ROOT / "solutions"):
+        return
     for diagnosis in diagnose_in_subprocess("exercises", [c.name]):
         if diagnosis.mistake is not None:
             print(diagnosis.sentence())

@@ -77,7 +77,7 @@ from kata.grade_results import (  # noqa: F401 - the grader's public names, one 
 )
 from kata.impl import REPOSITORY_ROOT
 from kata.manifest import CONCEPTS, Concept
-from kata.status import analyse_source
+from kata.status import started
 
 DEFAULT_TIMEOUT = 60.0  # seconds per test; the slowest integration test takes ~10 s on a loaded 2-core machine
 HYPOTHESIS_PROFILE = "ci"
@@ -294,9 +294,7 @@ class Grader:
         the others."""
         from kata.diagnose import diagnose_submission  # torch and the probes: only when asked
 
-        # An untouched stub behaves like no mistake (every call raises): diagnosing it would only cost a process.
-        failed = [name for name, r in result.concepts.items() if r.status == "failed"
-                  and not analyse_source(folder / f"{name}.py", self.reference / f"{name}.py").not_started]
+        failed = started(folder, [name for name, r in result.concepts.items() if r.status == "failed"], self.reference)
         found = diagnose_submission(folder, failed, prefix=self._sandbox(), repository=self.repository,
                                     reference=self.reference) if failed else []
         for name, r in result.concepts.items():

@@ -117,6 +117,13 @@ def analyse_source(path: Path, reference: Path | None = None) -> SourceState:
     return SourceState(path, exists=True, stubs=tuple(stubs), written=tuple(written))
 
 
+def started(folder: Path, names: Iterable[str], reference: Path | None) -> list[str]:
+    """The concepts among ``names`` whose module in ``folder`` is not an untouched stub. An untouched stub behaves
+    like no catalogued mistake (every call raises), so a diagnosis of it would only cost a process."""
+    return [name for name in names
+            if not analyse_source(folder / f"{name}.py", reference / f"{name}.py" if reference else None).not_started]
+
+
 # ---- the fingerprint: which files a concept's results depend on ------------------------------------------------
 
 

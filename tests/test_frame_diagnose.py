@@ -151,9 +151,27 @@ def test_evaluate_one_concept(catalogue, capsys):
     assert diagnosis.passes(scores) and scores[0].recall == 1.0 and scores[0].precision == 1.0, capsys.readouterr().out
 
 
-def test_check_adds_one_line_per_diagnosed_function_and_nothing_otherwise(monkeypatch, capsys):
-    from kata import cli
+def test_only_started_modules_are_worth_a_diagnosis(tmp_path):
+    from kata import status
 
+    shutil.copy2(REPOSITORY_ROOT / "exercises" / "gae.py", tmp_path / "gae.py")  # untouched
+    shutil.copy2(REPOSITORY_ROOT / "solutions" / "baselines.py", tmp_path / "baselines.py")  # written
+    assert status.started(tmp_path, ["gae", "baselines"], REPOSITORY_ROOT / "solutions") == ["baselines"], (
+        "an untouched stub is left out of the diagnosis; a written module is kept")
+
+
+def test_check_adds_one_line_per_diagnosed_function_and_nothing_otherwise(monkeypatch, capsys):
+    from kata import cli, status
+
+    def never(spec, names):
+        raise AssertionError("an untouched stub is not diagnosed: no process is started for it")
+
+    monkeypatch.setattr(diagnosis, "diagnose_in_subprocess", never)
+    monkeypatch.setattr(status, "started", lambda folder, names, reference: [])
+    cli._print_diagnoses(concept("gae"))
+    assert capsys.readouterr().out == "", "an untouched stub gets no diagnosis line"
+
+    monkeypatch.setattr(status, "started", lambda folder, names, reference: list(names))  # the student wrote gae
     found = [diagnosis.Diagnosis("gae", "gae_advantages", "gae/truncation_as_termination", 7, 7),
              diagnosis.Diagnosis("gae", "gae_advantages", None, 3, 9)]
     monkeypatch.setattr(diagnosis, "diagnose_in_subprocess", lambda spec, names: found)
