@@ -15,13 +15,13 @@ import pytest
 from _pytest.doctest import DoctestItem
 from hypothesis import HealthCheck, Phase, Verbosity, settings
 
-from kata import impl as implementations
-from kata.manifest import CONCEPTS
-from kata.stub import is_stub_error, leaf_exceptions
+from kata.concepts import impl as implementations
+from kata.concepts.manifest import CONCEPTS
+from kata.concepts.stub import is_stub_error, leaf_exceptions
 
-# kata.pytest_options: --impl, --mistake, --variant (also a pytest11 entry point, so that pytest knows them before it
-# reads its arguments); kata.progress: records results for `kata status` and reports them to `kata grade`.
-pytest_plugins = ["kata.pytest_options", "kata.progress"]
+# kata.testing.options: --impl, --mistake, --variant (also a pytest11 entry point, so that pytest knows them before it
+# reads its arguments); kata.testing.progress: records results for `kata status` and reports them to `kata grade`.
+pytest_plugins = ["kata.testing.options", "kata.testing.progress"]
 # ---- Hypothesis profiles ---------------------------------------------------------------------------------------
 # dev: what a student runs many times an hour. ci: the same examples on every run (derandomized), no deadline on a
 # loaded machine. thorough: many more examples, for an instructor before a release.
@@ -37,7 +37,7 @@ settings.register_profile(
     "thorough", max_examples=400, deadline=None, database=None, verbosity=Verbosity.normal, **_COMMON
 )
 # <profile>-no-shrink: the same examples without shrinking and without an example database, for the catalogue runs
-# (kata/catalogue_runs.py), which only need to know whether a test fails; each repetition draws afresh.
+# (kata/catalogue/runs.py), which only need to know whether a test fails; each repetition draws afresh.
 for _name in ("dev", "ci", "thorough"):
     settings.register_profile(
         f"{_name}-no-shrink", parent=settings.get_profile(_name), database=None,

@@ -10,7 +10,7 @@ import time
 
 from machine import describe_machine
 
-from kata.impl import load
+from kata.concepts.impl import load
 
 
 def main() -> None:

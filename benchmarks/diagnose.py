@@ -2,10 +2,10 @@
 
     python benchmarks/diagnose.py
 
-Runs ``python -m kata.diagnose --evaluate`` in this process (every catalogued mistake bound into the reference must be
-named, and nothing else; the reference and every valid variant must get no diagnosis), then times ``kata diagnose``
-on a submission in a fresh process, as ``kata check`` and ``kata grade`` start it: on a copy of the reference (every
-function probed, the whole catalogue run) and on the stubs (nothing to diagnose).
+Runs ``python -m kata.catalogue.diagnose --evaluate`` in this process (every catalogued mistake bound into the reference
+must be named, and nothing else; the reference and every valid variant must get no diagnosis), then times ``kata
+diagnose`` on a submission in a fresh process, as ``kata check`` and ``kata grade`` start it: on a copy of the reference
+(every function probed, the whole catalogue run) and on the stubs (nothing to diagnose).
 """
 
 from __future__ import annotations
@@ -23,13 +23,14 @@ from machine import describe_machine
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from kata.diagnose import Catalogue, evaluate, print_scores  # noqa: E402
-from kata.manifest import CONCEPTS  # noqa: E402
+from kata.catalogue.diagnose import Catalogue, evaluate, print_scores  # noqa: E402
+from kata.concepts.manifest import CONCEPTS  # noqa: E402
 
 
 def fresh_diagnosis_seconds(folder: Path) -> float:
     started = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "kata.diagnose", "--impl", str(folder), "--json"], cwd=ROOT, check=True,
+    subprocess.run([sys.executable, "-m", "kata.catalogue.diagnose", "--impl", str(folder), "--json"], cwd=ROOT,
+                   check=True,
                    capture_output=True)
     return time.perf_counter() - started
 

@@ -26,10 +26,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import torch  # noqa: E402
 
-from kata import impl as implementations  # noqa: E402
+from kata.concepts import impl as implementations  # noqa: E402
 from kata.lab import plan_for, sections  # noqa: E402
-from kata.manifest import PROFILES  # noqa: E402
-from kata.ppo_frame import first_step_reaching, late_evaluation_minimum, solved_and_held  # noqa: E402
+from kata.concepts.manifest import PROFILES  # noqa: E402
+from kata.rl.ppo import first_step_reaching, late_evaluation_minimum, solved_and_held  # noqa: E402
 
 BUDGET = {"smoke": (30_000, 6.0), "full": (50_000, 60.0 / 5)}
 REFERENCE = ("for scale, a widely used single-file PPO with its CartPole-v1 defaults (4 envs x 128 steps, lr 2.5e-4 "

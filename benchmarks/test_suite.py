@@ -20,7 +20,7 @@ from pathlib import Path
 
 from machine import describe_machine
 
-from kata.manifest import CONCEPTS
+from kata.concepts.manifest import CONCEPTS
 
 ROOT = Path(__file__).resolve().parent.parent
 SUMMARY = re.compile(r"(\d+) passed.*? in ([\d.]+)s")

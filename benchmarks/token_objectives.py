@@ -20,7 +20,7 @@ from collections.abc import Callable
 import numpy as np
 import torch
 
-from kata import impl as implementations
+from kata.concepts import impl as implementations
 
 PAD, EOS = 0, 2
 

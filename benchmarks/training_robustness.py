@@ -7,7 +7,7 @@ meet their rates on seeds nobody tuned to?
     python benchmarks/training_robustness.py --part rloo --jobs 2   # only the RLOO training test's streams
     python benchmarks/training_robustness.py --part full --seeds 5000-5019   # other held-out seeds
 
-Each training test's EXACT verdict (``kata.training_checks``: a run, then up to two more runs with other seeds
+Each training test's EXACT verdict (``kata.testing.training``: a run, then up to two more runs with other seeds
 while every run so far failed) is applied to independent streams: the reference on held-out seeds, and every valid
 variant of the concept (``variants/<concept>/``: other shuffles, samplers, loss forms) on seeds of their own. A
 variant whose arithmetic equals the reference's bit for bit (float64 masks cast back, CleanRL's max form of the
@@ -45,9 +45,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from machine import describe_machine  # noqa: E402
 
-from kata import impl as implementations  # noqa: E402
-from kata import training_checks  # noqa: E402
-from kata.ppo_frame import first_step_reaching, late_evaluation_minimum, profile_config, solved_and_held  # noqa: E402
+from kata.concepts import impl as implementations  # noqa: E402
+from kata.testing import training as training_checks  # noqa: E402
+from kata.rl.ppo import first_step_reaching, late_evaluation_minimum, profile_config, solved_and_held  # noqa: E402
 
 REPOSITORY = Path(__file__).resolve().parent.parent
 HELD_OUT_REFERENCE_SEEDS = tuple(range(2000, 2020))

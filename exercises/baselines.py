@@ -15,9 +15,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from kata.arrays import ArrayLike, check_integer, like_inputs
-from kata.contracts.baselines import group_rewards
-from kata.stub import not_implemented
+from kata.concepts.arrays import ArrayLike, check_integer, like_inputs
+from kata.concepts.contracts.baselines import group_rewards
+from kata.concepts.stub import not_implemented
 
 
 def no_baseline_advantages(rewards: ArrayLike) -> ArrayLike:

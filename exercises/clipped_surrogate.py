@@ -22,9 +22,9 @@ from __future__ import annotations
 
 import torch
 
-from kata.arrays import ArrayLike, check_positive, like_inputs
-from kata.contracts.clipped_surrogate import ppo_loss_inputs, ratio_inputs, surrogate_inputs, value_inputs
-from kata.stub import not_implemented
+from kata.concepts.arrays import ArrayLike, check_positive, like_inputs
+from kata.concepts.contracts.clipped_surrogate import ppo_loss_inputs, ratio_inputs, surrogate_inputs, value_inputs
+from kata.concepts.stub import not_implemented
 
 
 def clipped_surrogate_terms(

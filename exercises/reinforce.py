@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import torch
 
-from kata.arrays import ArrayLike, like_inputs
-from kata.contracts.reinforce import entropy_inputs, reward_to_go_inputs, surrogate_inputs
-from kata.stub import not_implemented
+from kata.concepts.arrays import ArrayLike, like_inputs
+from kata.concepts.contracts.reinforce import entropy_inputs, reward_to_go_inputs, surrogate_inputs
+from kata.concepts.stub import not_implemented
 
 
 def reinforce_surrogate_loss(log_probs: ArrayLike, advantages: ArrayLike) -> ArrayLike:

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import torch
 
-from kata.arrays import ArrayLike, like_inputs
-from kata.contracts.response_masks import response_mask_inputs, token_log_prob_inputs
-from kata.stub import not_implemented
+from kata.concepts.arrays import ArrayLike, like_inputs
+from kata.concepts.contracts.response_masks import response_mask_inputs, token_log_prob_inputs
+from kata.concepts.stub import not_implemented
 
 
 def response_token_mask(

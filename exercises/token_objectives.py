@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import torch
 
-from kata.arrays import ArrayLike, like_inputs
-from kata.contracts.token_objectives import check_reduction, token_log_prob_pair, token_ppo_inputs
-from kata.stub import not_implemented
+from kata.concepts.arrays import ArrayLike, like_inputs
+from kata.concepts.contracts.token_objectives import check_reduction, token_log_prob_pair, token_ppo_inputs
+from kata.concepts.stub import not_implemented
 
 from .clipped_surrogate import clipped_surrogate_terms
 

@@ -1,4 +1,4 @@
-"""The ``kata`` command: the student's and the instructor's tools, all reading kata/manifest.py.
+"""The ``kata`` command: the student's and the instructor's tools, all reading kata/concepts/manifest.py.
 
     kata list                       the eight concepts in teaching order
     kata hint gae [--level 2]       the manifest's hints, one at a time
@@ -8,15 +8,15 @@
     kata grade [SUBMISSION ...]     grade folders laid out like exercises/ with the reference's tests
     kata autograder --out FILE      build a Gradescope autograder zip
     kata lab [--impl exercises]     run the lab end to end (kata.lab), on the reference by default
-    kata diagnose [CONCEPT ...]     which catalogued mistake your code behaves like (kata.diagnose)
-    kata mistakes [CONCEPT ...]     prove every catalogued mistake is caught (kata.mistakes; --profile, --repeat)
-    kata variants [CONCEPT ...]     prove every catalogued valid variant passes, slow tests included (kata.variants)
-    kata selfcheck                  prove every stub fails its tests (kata.selfcheck)
-    kata stubs [--check] [--force]  write exercises/ from the marked solutions/ (kata.stubs)
+    kata diagnose [CONCEPT ...]     which catalogued mistake your code behaves like (kata.catalogue.diagnose)
+    kata mistakes [CONCEPT ...]     prove every catalogued mistake is caught (kata.catalogue.mistakes)
+    kata variants [CONCEPT ...]     prove every catalogued valid variant passes (kata.catalogue.variants)
+    kata selfcheck                  prove every stub fails its tests (kata.catalogue.selfcheck)
+    kata stubs [--check] [--force]  write exercises/ from the marked solutions/ (kata.catalogue.stubs)
 
 The student's path (list, hint, status) imports nothing heavy: ``kata status`` answers in well under two seconds.
-Commands that run tests start pytest in a subprocess, from this repository.
-The instructor's commands, grade and autograder, are in kata.cli_grade; the options' types in kata.cli_arguments.
+Commands that run tests start pytest in a subprocess, from this repository. The instructor's commands, grade and
+autograder, are in kata.grading.commands; the options' types in kata.concepts.arguments.
 """
 
 from __future__ import annotations
@@ -29,21 +29,25 @@ import textwrap
 import time
 from collections.abc import Sequence
 
-from kata import cli_grade, status
-from kata.cli_arguments import concept_argument, positive_float, positive_int
-from kata.grade import DEFAULT_TIMEOUT
-from kata.impl import REPOSITORY_ROOT
-from kata.manifest import CONCEPTS, MAX_POINTS, PROFILES, Concept
+from kata.grading import commands as cli_grade
+from kata.student import status
+from kata.concepts.arguments import concept_argument, positive_float, positive_int
+from kata.grading.grader import DEFAULT_TIMEOUT
+from kata.concepts.impl import REPOSITORY_ROOT
+from kata.concepts.manifest import CONCEPTS, MAX_POINTS, PROFILES, Concept
 
 WIDTH = 100
 DELEGATED = {
-    "diagnose": ("kata.diagnose", "name the catalogued mistake each of your functions behaves like, by running it "
+    "diagnose": ("kata.catalogue.diagnose", "name the catalogued mistake each of your functions behaves like, by "
+                 "running it "
                  "beside the reference and the mistakes on fixed probes (`kata diagnose --help`)"),
-    "mistakes": ("kata.mistakes", "run each concept's tests against every wrong implementation in mistakes/ "
+    "mistakes": ("kata.catalogue.mistakes", "run each concept's tests against every wrong implementation in mistakes/ "
                  "and fail if one survives (`kata mistakes --help`)"),
-    "variants": ("kata.variants", "run each concept's tests, slow ones included, against every valid variant in "
+    "variants": ("kata.catalogue.variants", "run each concept's tests, slow ones included, against every valid "
+                 "variant in "
                  "variants/ and fail if one is rejected (`kata variants --help`)"),
-    "selfcheck": ("kata.selfcheck", "check that every concept test fails on the untouched stubs of exercises/ "
+    "selfcheck": ("kata.catalogue.selfcheck", "check that every concept test fails on the untouched stubs of "
+                  "exercises/ "
                   "with the one-line message (`kata selfcheck --help`)"),
 }
 
@@ -111,7 +115,7 @@ CHECK_SLOW_TEST_TIMEOUT = 300.0
 def _pytest_command(c: Concept, slow: bool) -> list[str]:
     marker = c.marker if slow else f"{c.marker} and not slow"
     # The plugin's deadline, not pytest-timeout's alone: Hypothesis swallows pytest-timeout's exception and runs
-    # an endless loop again with no alarm left (see kata.progress).
+    # an endless loop again with no alarm left (see kata.testing.progress).
     deadline = CHECK_SLOW_TEST_TIMEOUT if slow else CHECK_TEST_TIMEOUT
     return [sys.executable, "-m", "pytest", "--impl", "exercises", "-m", marker, "-q",
             "--kata-test-timeout", f"{deadline:g}"]
@@ -150,7 +154,7 @@ def run_check(c: Concept | None, slow: bool = False) -> int:
 
 def _print_diagnoses(c: Concept) -> None:
     """One line per function of ``c`` that behaves like a catalogued mistake; nothing when none does."""
-    from kata.diagnose import diagnose_in_subprocess
+    from kata.catalogue.diagnose import diagnose_in_subprocess
 
     if not status.started(REPOSITORY_ROOT / "exercises", [c.name], REPOSITORY_ROOT / "solutions"):
         return
@@ -164,7 +168,7 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 
 def cmd_watch(args: argparse.Namespace) -> int:
-    from kata.watch import watch
+    from kata.student.watch import watch
 
     def check() -> None:
         print("\n" + "=" * 40 + f" {_now()} " + "=" * 40)
@@ -190,7 +194,7 @@ def cmd_lab(args: argparse.Namespace) -> int:
 
 
 def cmd_stubs(args: argparse.Namespace) -> int:
-    from kata import stubs
+    from kata.catalogue import stubs
 
     return stubs.main(args.concepts, check_only=args.check, force=args.force)
 

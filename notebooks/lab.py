@@ -37,8 +37,8 @@ from pathlib import Path
 
 import numpy as np
 
-from kata import plots
-from kata.impl import load
+from kata.lab import plots
+from kata.concepts.impl import load
 from kata.lab import plan_for, sections
 from kata.lab.plan import GAE_EXAMPLE, MASK_EXAMPLE
 

@@ -1,8 +1,8 @@
 """The reference implementations: one module per concept, the same names and signatures as exercises/.
 
-Public names are the manifest's (kata/manifest.py), imported from their module when first used.
+Public names are the manifest's (kata/concepts/manifest.py), imported from their module when first used.
 """
 
-from kata.package import export_concepts
+from kata.concepts.package import export_concepts
 
 __all__, __getattr__, __dir__ = export_concepts(__name__)

@@ -16,10 +16,10 @@ from __future__ import annotations
 
 import torch
 
-from kata.arrays import ArrayLike, like_inputs
-from kata.contracts.gae import gae_inputs
+from kata.concepts.arrays import ArrayLike, like_inputs
+from kata.concepts.contracts.gae import gae_inputs
 # BEGIN STUB
-# from kata.stub import not_implemented
+# from kata.concepts.stub import not_implemented
 # END STUB
 
 

@@ -1,6 +1,6 @@
 """Concept 5 — complete PPO on CartPole (GUIDE.md §5).
 
-The frame (``kata.ppo_frame``) collects rollouts from the course's CartPole, values them, evaluates and logs. This
+The frame (``kata.rl.ppo``) collects rollouts from the course's CartPole, values them, evaluates and logs. This
 module holds the parts the concept teaches, and ``train_ppo`` hands them, with this package's own ``gae`` function,
 to the frame's loop:
 
@@ -22,23 +22,23 @@ import torch
 from torch import nn
 
 # BEGIN SOLUTION
-from kata.arrays import ArrayLike, like_inputs
+from kata.concepts.arrays import ArrayLike, like_inputs
 # END SOLUTION
 # BEGIN STUB
-# from kata.arrays import ArrayLike, like_inputs  # noqa: F401 - like_inputs returns what you were given
+# from kata.concepts.arrays import ArrayLike, like_inputs  # noqa: F401 - like_inputs returns what you were given
 # END STUB
-from kata.contracts.ppo_cartpole import bootstrap_inputs, flag_inputs, minibatch_inputs, update_inputs
+from kata.concepts.contracts.ppo_cartpole import bootstrap_inputs, flag_inputs, minibatch_inputs, update_inputs
 # BEGIN SOLUTION
-from kata.networks import action_log_probs
+from kata.rl.networks import action_log_probs
 # END SOLUTION
 # BEGIN STUB
-# from kata.networks import action_log_probs  # noqa: F401 - for your update
+# from kata.rl.networks import action_log_probs  # noqa: F401 - for your update
 # END STUB
-from kata.ppo_frame import PPOConfig, RolloutBatch, aggregate_training_runs, profile_config, run_ppo
+from kata.rl.ppo import PPOConfig, RolloutBatch, aggregate_training_runs, profile_config, run_ppo
 # BEGIN STUB
-# from kata.stub import not_implemented
+# from kata.concepts.stub import not_implemented
 # END STUB
-from kata.optim import Optimizer
+from kata.rl.optim import Optimizer
 
 # BEGIN SOLUTION
 from .clipped_surrogate import (
@@ -198,7 +198,7 @@ def ppo_update(
         actor: observations ``[B, obs]`` -> logits ``[B, actions]``.
         critic: observations ``[B, obs]`` -> values ``[B]``.
         optimizer: steps the parameters of both networks.
-        batch: a :class:`kata.ppo_frame.RolloutBatch`.
+        batch: a :class:`kata.rl.ppo.RolloutBatch`.
         epochs, minibatch_size: passes over the batch and samples per minibatch (>= 1).
         clip_epsilon, value_clip_epsilon: ε of the policy ratio clip and of the value clip (> 0).
         value_coefficient, entropy_coefficient: ``c_v``, ``c_e`` (>= 0).
@@ -300,7 +300,7 @@ def _clipped_step(optimizer: Optimizer, parameters: list[torch.Tensor], loss: to
 
 
 def train_ppo(config: PPOConfig) -> dict[str, Any]:
-    """Train PPO on CartPole with this package's functions; see :func:`kata.ppo_frame.run_ppo` for the result.
+    """Train PPO on CartPole with this package's functions; see :func:`kata.rl.ppo.run_ppo` for the result.
 
     ``config`` comes from :func:`profile_config` (``dataclasses.replace`` changes any field). The result has
     ``final_evaluation_mean``, ``final_evaluation_std``, ``history`` (per update: ``update``,

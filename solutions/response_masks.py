@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import torch
 
-from kata.arrays import ArrayLike, like_inputs
-from kata.contracts.response_masks import response_mask_inputs, token_log_prob_inputs
+from kata.concepts.arrays import ArrayLike, like_inputs
+from kata.concepts.contracts.response_masks import response_mask_inputs, token_log_prob_inputs
 # BEGIN STUB
-# from kata.stub import not_implemented
+# from kata.concepts.stub import not_implemented
 # END STUB
 
 

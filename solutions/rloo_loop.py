@@ -17,19 +17,19 @@ from typing import Any
 
 import torch
 
-from kata.arrays import ArrayLike, as_float_tensor, like_inputs, to_numpy
-from kata.contracts.rloo_loop import (
+from kata.concepts.arrays import ArrayLike, as_float_tensor, like_inputs, to_numpy
+from kata.concepts.contracts.rloo_loop import (
     check_iteration_arguments,
     check_loss_arguments,
     grouped_rewards,
     sampling_inputs,
 )
-from kata.rloo_frame import IterationResult, run_rloo
-from kata.rloo_frame import sequence_profile_config as sequence_profile_config
-from kata.sequence_task import EOS_ID, MAX_NEW_TOKENS, PAD_ID, evaluate_policy
-from kata.sequence_task import decode_sequence as decode_sequence
+from kata.rl.rloo import IterationResult, run_rloo
+from kata.rl.rloo import sequence_profile_config as sequence_profile_config
+from kata.rl.sequence_task import EOS_ID, MAX_NEW_TOKENS, PAD_ID, evaluate_policy
+from kata.rl.sequence_task import decode_sequence as decode_sequence
 # BEGIN STUB
-# from kata.stub import not_implemented
+# from kata.concepts.stub import not_implemented
 # END STUB
 
 from .baselines import rloo_advantages
@@ -194,7 +194,7 @@ def rloo_iteration(
     Args:
         model: the policy that sampled ``input_ids`` (``model(ids) -> logits [B, T, V]``).
         optimizer: an optimizer over ``model``'s parameters with ``zero_grad()`` and ``step()``
-            (kata.fast.Adam, or any torch.optim optimizer).
+            (kata.rl.speedups.Adam, or any torch.optim optimizer).
         input_ids: integer ``[B, T]``, prompt-major groups of ``group_size`` rows.
         prompt_lengths: integer ``[B]``.
         rewards: floating ``[B]``, the verifier's rewards.
@@ -203,7 +203,7 @@ def rloo_iteration(
         clip_epsilon, reduction: as in :func:`sequence_policy_loss`.
 
     Returns:
-        :class:`kata.rloo_frame.IterationResult`: ``advantages`` (float64 NumPy ``[B]``), ``response_mask``
+        :class:`kata.rl.rloo.IterationResult`: ``advantages`` (float64 NumPy ``[B]``), ``response_mask``
         (``[B, T - 1]``, EOS included), ``old_log_probs`` (``[B, T - 1]``, computed once under ``no_grad`` before
         the first epoch and used unchanged by every epoch) and ``epoch_losses`` (each epoch's loss before its
         step; the first equals minus the mean advantage over the masked tokens, since the ratio starts at 1).
@@ -244,7 +244,7 @@ def rloo_iteration(
 
 def train_tiny_sequence_policy(seed: int, **config: Any) -> dict[str, Any]:
     """Train the tiny sequence policy with this package's sampler and iteration (keyword arguments: see
-    :func:`sequence_profile_config` and :func:`kata.rloo_frame.run_rloo`)."""
+    :func:`sequence_profile_config` and :func:`kata.rl.rloo.run_rloo`)."""
     return run_rloo(seed, sample_responses=sample_responses, rloo_iteration=rloo_iteration, **config)
 
 
@@ -256,5 +256,5 @@ def evaluate_sequence_policy(
     max_new_tokens: int = MAX_NEW_TOKENS,
 ) -> dict[str, Any]:
     """Score ``samples_per_prompt`` responses per prompt drawn with this package's ``sample_responses``
-    (greedy with ``deterministic``); see :func:`kata.sequence_task.evaluate_policy` for the returned dict."""
+    (greedy with ``deterministic``); see :func:`kata.rl.sequence_task.evaluate_policy` for the returned dict."""
     return evaluate_policy(model, sample_responses, samples_per_prompt, deterministic, seed, max_new_tokens)

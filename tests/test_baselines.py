@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tests.assertions import plain
-from tests.strategies import floats, group_rewards
+from kata.testing.strategies import floats, group_rewards
 
 pytestmark = pytest.mark.baselines
 

@@ -13,7 +13,7 @@ import torch
 from hypothesis import assume, given
 
 from tests.assertions import close
-from tests.strategies import categorical_pairs, entropy_batches, floats, ppo_batches, value_batches
+from kata.testing.strategies import categorical_pairs, entropy_batches, floats, ppo_batches, value_batches
 
 pytestmark = pytest.mark.clipped_surrogate
 

@@ -13,7 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tests.assertions import close
-from tests.strategies import floats, gae_batches
+from kata.testing.strategies import floats, gae_batches
 
 pytestmark = pytest.mark.gae
 

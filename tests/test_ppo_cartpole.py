@@ -3,7 +3,7 @@
 The masks and bootstrap values are checked against their definitions for every flag combination; the update is
 watched from outside: a spy actor sees which samples each epoch uses, a spy optimizer sees the gradient it is asked
 to apply, and the batch it was given is compared before and after. The integration test (marked `slow`) trains
-the smoke profile on the lab's two seeds, each with up to two retries on other seeds (kata/training_checks.py).
+the smoke profile on the lab's two seeds, each with up to two retries on other seeds (kata/testing/training.py).
 """
 
 from __future__ import annotations
@@ -16,13 +16,13 @@ import pytest
 import torch
 from hypothesis import given
 
-from kata.fast import Adam
+from kata.rl.speedups import Adam
 from kata.lab.plan import plan_for
-from kata.networks import Actor, Critic, action_log_probs
-from kata.optim import SGD
-from kata.ppo_frame import RolloutBatch, profile_config
-from kata.training_checks import ppo_smoke_verdict
-from tests.strategies import bootstrap_cases, minibatch_layouts, rollout_flags
+from kata.rl.networks import Actor, Critic, action_log_probs
+from kata.rl.optim import SGD
+from kata.rl.ppo import RolloutBatch, profile_config
+from kata.testing.training import ppo_smoke_verdict
+from kata.testing.strategies import bootstrap_cases, minibatch_layouts, rollout_flags
 
 pytestmark = pytest.mark.ppo_cartpole
 
@@ -330,7 +330,7 @@ def test_a_seed_reproduces_the_history(impl):
 @pytest.mark.parametrize("seed", plan_for("smoke").ppo_seeds)  # the lab's seeds, 11 and 37
 def test_the_smoke_profile_solves_cartpole(impl, seed):
     # A valid implementation's run fails now and then whatever its random stream: up to two more runs with
-    # other seeds keep the chance of rejecting valid code below 1 % (kata/training_checks.py, measured by
+    # other seeds keep the chance of rejecting valid code below 1 % (kata/testing/training.py, measured by
     # benchmarks/training_robustness.py).
     verdict = ppo_smoke_verdict(impl.train_ppo, seed)
     assert verdict.passed, (

@@ -17,7 +17,7 @@ from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from tests.assertions import close
-from tests.strategies import floats, logits_arrays, reward_streams, softmax_policies, surrogate_batches
+from kata.testing.strategies import floats, logits_arrays, reward_streams, softmax_policies, surrogate_batches
 
 pytestmark = pytest.mark.reinforce
 

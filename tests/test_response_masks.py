@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tests.assertions import plain
-from tests.strategies import logits_and_ids, response_batches
+from kata.testing.strategies import logits_and_ids, response_batches
 
 pytestmark = pytest.mark.response_masks
 

@@ -17,7 +17,7 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kata.sequence_task import (
+from kata.rl.sequence_task import (
     BOS_ID,
     EOS_ID,
     GENERABLE_TOKEN_IDS,
@@ -28,9 +28,9 @@ from kata.sequence_task import (
     make_policy,
     sequence_rewards,
 )
-from kata.training_checks import sequence_smoke_verdict
+from kata.testing.training import sequence_smoke_verdict
 from tests.assertions import plain
-from tests.strategies import prompt_major_rewards, sampling_cases, sequence_batches
+from kata.testing.strategies import prompt_major_rewards, sampling_cases, sequence_batches
 
 pytestmark = pytest.mark.rloo_loop
 
@@ -683,10 +683,10 @@ def test_evaluation_uses_the_packages_sampler(impl):
 
 @pytest.mark.slow
 def test_the_smoke_profile_reaches_exact_response_success(impl):
-    from kata.rloo_frame import sequence_profile_config
+    from kata.rl.rloo import sequence_profile_config
 
     # One run's verdict depends on the random stream the code draws: up to two more runs with other seeds keep
-    # the chance of rejecting valid code below 1 % (kata/training_checks.py, benchmarks/training_robustness.py).
+    # the chance of rejecting valid code below 1 % (kata/testing/training.py, benchmarks/training_robustness.py).
     verdict = sequence_smoke_verdict(impl, seed=5)
     run = verdict.attempts[0].run
     check_first_batch(run["first_batch"])

@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tests.assertions import plain
-from tests.strategies import MASKED_EXTREMES, seeds, token_objective_batches
+from kata.testing.strategies import MASKED_EXTREMES, seeds, token_objective_batches
 
 pytestmark = pytest.mark.token_objectives
 

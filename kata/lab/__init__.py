@@ -14,7 +14,7 @@ Five sections, in the seed notebook's order:
 
 It writes PNG figures, ``report.md`` (readable on its own) and ``results.json`` (every number the report shows;
 the report is rendered from it) to the output folder. It uses only the seed's public names, taken from the chosen
-implementation through :func:`kata.impl.load`, so a student's code is what trains.
+implementation through :func:`kata.concepts.impl.load`, so a student's code is what trains.
 
 A stub that is not implemented yet does not stop the lab: its section prints one line (``skipped: gae_advantages
 is not implemented yet — GUIDE.md §3 ...``), what depends on it is skipped with the reason, and the rest goes on.

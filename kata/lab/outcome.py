@@ -22,8 +22,8 @@ class Outcome:
 
 def guarded(function: Callable[..., Any], *args: Any) -> Outcome:
     """Run ``function(*args)``; a stub's NotImplementedError or a module that does not import becomes a skip."""
-    from kata.impl import ImplementationImportError
-    from kata.stub import is_stub_error
+    from kata.concepts.impl import ImplementationImportError
+    from kata.concepts.stub import is_stub_error
 
     try:
         return Outcome(value=function(*args))
@@ -45,7 +45,7 @@ def error_text(error: BaseException) -> str:
 def skip_line(message: str) -> str:
     """``not implemented yet: gae_advantages — GUIDE.md §3 (...)`` -> ``skipped: gae_advantages is not
     implemented yet — GUIDE.md §3 (...)``; any other message is kept after ``skipped:``."""
-    from kata.stub import NOT_IMPLEMENTED_PREFIX
+    from kata.concepts.stub import NOT_IMPLEMENTED_PREFIX
 
     if message.startswith(NOT_IMPLEMENTED_PREFIX):
         name, dash, where = message[len(NOT_IMPLEMENTED_PREFIX):].strip().partition(" — ")

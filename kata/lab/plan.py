@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kata.manifest import PROFILES
+from kata.concepts.manifest import PROFILES
 
 DEFAULT_OUTPUT_ROOT = Path("lab-output")
 

@@ -79,7 +79,7 @@ class LabRun:
             self.say(f"check failed: {name}: {detail}")
 
     def figure(self, record: dict[str, Any], name: str, make: Callable[[], Any]) -> None:
-        from kata.plots import save
+        from kata.lab.plots import save
 
         outcome = guarded(lambda: save(make(), self.out / name))
         if outcome.error is not None:
@@ -116,7 +116,7 @@ def run_lab(plan: LabPlan, impl: str = "solutions", out: str | os.PathLike[str] 
     stream = stream or sys.stdout
     started = time.perf_counter()
     try:
-        from kata.impl import load
+        from kata.concepts.impl import load
 
         implementation = load(impl)
     except (ValueError, ImportError) as error:
@@ -220,7 +220,7 @@ def _baselines(run: LabRun, impl: Any, record: dict[str, Any]) -> None:
     run.say(f"    std of the group gradient: no baseline {result['plain_std']:.4f}, same-group mean "
             f"{result['same_group_std']:.4f}, RLOO {result['rloo_std']:.4f}")
     run.say(f"    (G-1)/G predicted {result['predicted_scale']:.4f}, observed {result['observed_scale']:.4f}")
-    from kata import plots
+    from kata.lab import plots
 
     run.figure(record, "baseline_spread.png", lambda: plots.baseline_spread(result, plan.baseline_group_size))
 
@@ -271,7 +271,7 @@ def _ppo(run: LabRun, impl: Any, record: dict[str, Any], handles: Sequence[Calla
         "diagnostics": {"seed": plan.ppo_seeds[0], **{key: first[key] for key in (
             "update", "approx_kl", "active_clip_fraction", "ratio_outside_fraction")}},
     }
-    from kata import plots
+    from kata.lab import plots
 
     run.figure(record, "ppo_learning_curve.png",
                lambda: plots.learning_curve(summary["curve"], plan.ppo_seeds, plan.profile))
@@ -359,7 +359,7 @@ def _rloo(run: LabRun, record: dict[str, Any], handle: Callable[[], Outcome], pr
     run.check(record, "RLOO advantages sum to zero within every prompt group",
               bool(sums) and all(abs(s) <= 1e-9 for s in sums),
               f"per-group sums {sums}: a sample is in its own baseline, or groups mix prompts")
-    from kata import plots
+    from kata.lab import plots
 
     run.figure(record, "rloo_reward.png", lambda: plots.sequence_reward_curve(history))
     run.figure(record, "rloo_success.png", lambda: plots.sequence_success_curve(history))

@@ -1,9 +1,9 @@
 """What each of the lab's five sections computes with an implementation, as plain data.
 
-``kata lab`` (kata.lab.run), notebooks/lab.py and benchmarks/ppo_cartpole.py call these functions: a section is
-computed in one place. Each takes the implementation (``kata.impl.load(...)``) and the run's :class:`LabPlan`, and
-uses only the seed notebook's public names, so a student's code is what trains. The ``*_job`` functions are the
-same runs for a worker process, which loads the implementation itself.
+``kata lab`` (kata.lab.run), notebooks/lab.py and benchmarks/ppo_cartpole.py call these functions: a section is computed
+in one place. Each takes the implementation (``kata.concepts.impl.load(...)``) and the run's :class:`LabPlan`, and uses
+only the seed notebook's public names, so a student's code is what trains. The ``*_job`` functions are the same runs for
+a worker process, which loads the implementation itself.
 """
 
 from __future__ import annotations
@@ -14,10 +14,10 @@ from typing import Any
 
 import numpy as np
 
-from kata.contracts.token_objectives import REDUCTIONS
+from kata.concepts.contracts.token_objectives import REDUCTIONS
 from kata.lab.outcome import as_numpy, floats, plain
 from kata.lab.plan import GAE_EXAMPLE, MASK_EXAMPLE, LabPlan
-from kata.ppo_frame import SOLVED_RETURN, solved_and_held
+from kata.rl.ppo import SOLVED_RETURN, solved_and_held
 
 # ---- 1. baselines -------------------------------------------------------------------------------------------------
 
@@ -71,7 +71,7 @@ def ppo_run(impl: Any, plan: LabPlan, seed: int) -> dict[str, Any]:
 
 def ppo_job(spec: str, plan: LabPlan, seed: int) -> dict[str, Any]:
     """:func:`ppo_run` with the implementation ``spec``, loaded in this (worker) process."""
-    from kata.impl import load
+    from kata.concepts.impl import load
 
     return ppo_run(load(spec), plan, seed)
 
@@ -185,6 +185,6 @@ def rloo_run(impl: Any, plan: LabPlan) -> dict[str, Any]:
 
 def rloo_job(spec: str, plan: LabPlan) -> dict[str, Any]:
     """:func:`rloo_run` with the implementation ``spec``, loaded in this (worker) process."""
-    from kata.impl import load
+    from kata.concepts.impl import load
 
     return rloo_run(load(spec), plan)

@@ -1,7 +1,7 @@
 """Groups formed along the batch axis: each baseline averages one position across all prompts."""
 
-from kata.arrays import like_inputs
-from kata.contracts.baselines import group_rewards
+from kata.concepts.arrays import like_inputs
+from kata.concepts.contracts.baselines import group_rewards
 
 
 def group_mean_advantages(rewards):

@@ -1,7 +1,7 @@
 """The leave-one-out mean divided by G instead of G - 1."""
 
-from kata.arrays import like_inputs
-from kata.contracts.baselines import group_rewards
+from kata.concepts.arrays import like_inputs
+from kata.concepts.contracts.baselines import group_rewards
 
 
 def rloo_advantages(rewards):

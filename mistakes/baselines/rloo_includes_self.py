@@ -1,7 +1,7 @@
 """The sample is included in its own baseline: the same-group mean is called RLOO."""
 
-from kata.arrays import like_inputs
-from kata.contracts.baselines import group_rewards
+from kata.concepts.arrays import like_inputs
+from kata.concepts.contracts.baselines import group_rewards
 
 
 def rloo_advantages(rewards):

@@ -3,8 +3,8 @@ samples the clip does not touch (their gradient is not zero)."""
 
 import torch
 
-from kata.arrays import like_inputs
-from kata.contracts.clipped_surrogate import surrogate_inputs
+from kata.concepts.arrays import like_inputs
+from kata.concepts.contracts.clipped_surrogate import surrogate_inputs
 
 
 def active_clip_fraction(new_log_probs, old_log_probs, advantages, clip_epsilon):

@@ -1,7 +1,7 @@
 """The entropy term is added to the loss, so minimising the loss lowers the entropy: a penalty, not a bonus."""
 
-from kata.arrays import like_inputs
-from kata.contracts.clipped_surrogate import ppo_loss_inputs
+from kata.concepts.arrays import like_inputs
+from kata.concepts.contracts.clipped_surrogate import ppo_loss_inputs
 
 
 def ppo_loss(policy_loss, value_loss, entropy, value_coefficient, entropy_coefficient):

@@ -1,7 +1,7 @@
 """The entropy bonus is computed and never added to the loss: the coefficient does nothing."""
 
-from kata.arrays import like_inputs
-from kata.contracts.clipped_surrogate import ppo_loss_inputs
+from kata.concepts.arrays import like_inputs
+from kata.concepts.contracts.clipped_surrogate import ppo_loss_inputs
 
 
 def ppo_loss(policy_loss, value_loss, entropy, value_coefficient, entropy_coefficient):

@@ -1,7 +1,7 @@
 """The k1 estimate mean(old - new log-probs) reported as a KL: unbiased, but one batch can make it negative."""
 
-from kata.arrays import like_inputs
-from kata.contracts.clipped_surrogate import ratio_inputs
+from kata.concepts.arrays import like_inputs
+from kata.concepts.contracts.clipped_surrogate import ratio_inputs
 
 
 def approximate_kl(new_log_probs, old_log_probs):

@@ -3,8 +3,8 @@ does not estimate KL(old ‖ new) (nor any KL)."""
 
 import torch
 
-from kata.arrays import like_inputs
-from kata.contracts.clipped_surrogate import ratio_inputs
+from kata.concepts.arrays import like_inputs
+from kata.concepts.contracts.clipped_surrogate import ratio_inputs
 
 
 def approximate_kl(new_log_probs, old_log_probs):

@@ -2,8 +2,8 @@
 
 import torch
 
-from kata.arrays import like_inputs
-from kata.contracts.clipped_surrogate import surrogate_inputs
+from kata.concepts.arrays import like_inputs
+from kata.concepts.contracts.clipped_surrogate import surrogate_inputs
 
 
 def clipped_surrogate_terms(new_log_probs, old_log_probs, advantages, clip_epsilon):

@@ -1,7 +1,7 @@
 """The policy loss is +mean(pessimistic): minimising it lowers the clipped objective instead of raising it."""
 
-from kata.arrays import like_inputs
-from kata.contracts.clipped_surrogate import surrogate_inputs
+from kata.concepts.arrays import like_inputs
+from kata.concepts.contracts.clipped_surrogate import surrogate_inputs
 from solutions.clipped_surrogate import clipped_surrogate_terms
 
 

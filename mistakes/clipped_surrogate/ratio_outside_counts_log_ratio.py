@@ -3,8 +3,8 @@
 
 import torch
 
-from kata.arrays import check_positive, like_inputs
-from kata.contracts.clipped_surrogate import ratio_inputs
+from kata.concepts.arrays import check_positive, like_inputs
+from kata.concepts.contracts.clipped_surrogate import ratio_inputs
 
 
 def ratio_outside_fraction(new_log_probs, old_log_probs, clip_epsilon):

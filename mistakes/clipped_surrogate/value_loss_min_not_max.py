@@ -2,8 +2,8 @@
 
 import torch
 
-from kata.arrays import like_inputs
-from kata.contracts.clipped_surrogate import value_inputs
+from kata.concepts.arrays import like_inputs
+from kata.concepts.contracts.clipped_surrogate import value_inputs
 
 
 def clipped_value_loss(values, old_values, returns, clip_epsilon):

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import torch
 
-from kata.arrays import ArrayLike, like_inputs
-from kata.contracts.ppo_cartpole import bootstrap_inputs
+from kata.concepts.arrays import ArrayLike, like_inputs
+from kata.concepts.contracts.ppo_cartpole import bootstrap_inputs
 
 
 def bootstrap_values(values: ArrayLike, final_values: ArrayLike, last_values: ArrayLike, terminated: ArrayLike,

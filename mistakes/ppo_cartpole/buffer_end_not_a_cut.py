@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import torch
 
-from kata.arrays import ArrayLike, like_inputs
-from kata.contracts.ppo_cartpole import flag_inputs
+from kata.concepts.arrays import ArrayLike, like_inputs
+from kata.concepts.contracts.ppo_cartpole import flag_inputs
 
 
 def gae_masks(terminated: ArrayLike, truncated: ArrayLike) -> tuple[ArrayLike, ArrayLike]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from kata.contracts.ppo_cartpole import minibatch_inputs
+from kata.concepts.contracts.ppo_cartpole import minibatch_inputs
 
 
 def minibatch_indices(batch_size: int, minibatch_size: int, generator: torch.Generator) -> list[torch.Tensor]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import torch
 
-from kata.networks import action_log_probs
+from kata.rl.networks import action_log_probs
 from solutions.ppo_cartpole import _minibatch_loss as _reference
 
 

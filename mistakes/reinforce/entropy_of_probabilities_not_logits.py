@@ -2,8 +2,8 @@
 
 import torch
 
-from kata.arrays import like_inputs
-from kata.contracts.reinforce import entropy_inputs
+from kata.concepts.arrays import like_inputs
+from kata.concepts.contracts.reinforce import entropy_inputs
 
 
 def categorical_entropy(logits):

@@ -1,7 +1,7 @@
 """The loss is +mean(log π · A): minimising it lowers the probability of actions with positive advantage."""
 
-from kata.arrays import like_inputs
-from kata.contracts.reinforce import surrogate_inputs
+from kata.concepts.arrays import like_inputs
+from kata.concepts.contracts.reinforce import surrogate_inputs
 
 
 def reinforce_surrogate_loss(log_probs, advantages):

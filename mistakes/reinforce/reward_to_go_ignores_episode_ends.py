@@ -2,8 +2,8 @@
 
 import torch
 
-from kata.arrays import like_inputs
-from kata.contracts.reinforce import reward_to_go_inputs
+from kata.concepts.arrays import like_inputs
+from kata.concepts.contracts.reinforce import reward_to_go_inputs
 
 
 def discounted_reward_to_go(rewards, episode_ends, gamma):

@@ -2,8 +2,8 @@
 
 import torch
 
-from kata.arrays import like_inputs
-from kata.contracts.response_masks import response_mask_inputs
+from kata.concepts.arrays import like_inputs
+from kata.concepts.contracts.response_masks import response_mask_inputs
 
 
 def response_token_mask(input_ids, prompt_lengths, pad_token_id, eos_token_id, include_eos):

@@ -3,8 +3,8 @@ of token t + 1, the one they predict."""
 
 import torch
 
-from kata.contracts.rloo_loop import check_loss_arguments
-from kata.sequence_task import EOS_ID, PAD_ID
+from kata.concepts.contracts.rloo_loop import check_loss_arguments
+from kata.rl.sequence_task import EOS_ID, PAD_ID
 from solutions.response_masks import response_token_mask
 from solutions.token_objectives import masked_token_ppo_objective
 

@@ -2,8 +2,8 @@
 
 import torch
 
-from kata.contracts.rloo_loop import check_loss_arguments
-from kata.sequence_task import EOS_ID, PAD_ID
+from kata.concepts.contracts.rloo_loop import check_loss_arguments
+from kata.rl.sequence_task import EOS_ID, PAD_ID
 from solutions.response_masks import response_token_mask, token_log_probs
 from solutions.token_objectives import masked_token_ppo_objective
 

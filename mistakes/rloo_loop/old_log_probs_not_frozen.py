@@ -3,9 +3,9 @@ never acts and every epoch takes a plain policy-gradient step."""
 
 import torch
 
-from kata.contracts.rloo_loop import check_iteration_arguments
-from kata.rloo_frame import IterationResult
-from kata.sequence_task import EOS_ID, PAD_ID
+from kata.concepts.contracts.rloo_loop import check_iteration_arguments
+from kata.rl.rloo import IterationResult
+from kata.rl.sequence_task import EOS_ID, PAD_ID
 from solutions.response_masks import response_token_mask, token_log_probs
 from solutions.rloo_loop import group_rloo_advantages, sequence_policy_loss
 

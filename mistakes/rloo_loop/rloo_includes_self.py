@@ -1,7 +1,7 @@
 """The sample is included in its own baseline: each row's advantage is its reward minus its group's mean."""
 
-from kata.arrays import like_inputs
-from kata.contracts.rloo_loop import grouped_rewards
+from kata.concepts.arrays import like_inputs
+from kata.concepts.contracts.rloo_loop import grouped_rewards
 
 
 def group_rloo_advantages(rewards, group_size):

@@ -1,7 +1,7 @@
 """The sequence log-ratio sums new - old over every column, prompt and padding included."""
 
-from kata.arrays import like_inputs
-from kata.contracts.token_objectives import token_log_prob_pair
+from kata.concepts.arrays import like_inputs
+from kata.concepts.contracts.token_objectives import token_log_prob_pair
 
 
 def sequence_log_probability_ratio(new_log_probs, old_log_probs, mask):

@@ -2,8 +2,8 @@
 
 import torch
 
-from kata.arrays import like_inputs
-from kata.contracts.token_objectives import token_ppo_inputs
+from kata.concepts.arrays import like_inputs
+from kata.concepts.contracts.token_objectives import token_ppo_inputs
 from solutions.clipped_surrogate import clipped_surrogate_terms
 
 

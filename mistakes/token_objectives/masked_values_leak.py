@@ -3,8 +3,8 @@ values at masked positions overflow to inf, and 0 * inf is NaN (in the values an
 
 import torch
 
-from kata.arrays import like_inputs
-from kata.contracts.token_objectives import token_ppo_inputs
+from kata.concepts.arrays import like_inputs
+from kata.concepts.contracts.token_objectives import token_ppo_inputs
 from solutions.clipped_surrogate import clipped_surrogate_terms
 
 

@@ -3,8 +3,8 @@
 
 import torch
 
-from kata.arrays import like_inputs
-from kata.contracts.token_objectives import token_log_prob_pair
+from kata.concepts.arrays import like_inputs
+from kata.concepts.contracts.token_objectives import token_log_prob_pair
 
 
 def sequence_probability_ratio(new_log_probs, old_log_probs, mask):

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import torch
 
-from kata.arrays import like_inputs
-from kata.contracts.baselines import group_rewards
+from kata.concepts.arrays import like_inputs
+from kata.concepts.contracts.baselines import group_rewards
 
 
 def no_baseline_advantages(rewards):

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import torch
 
-from kata.contracts.baselines import group_rewards
+from kata.concepts.contracts.baselines import group_rewards
 
 
 def group_mean_advantages(rewards):

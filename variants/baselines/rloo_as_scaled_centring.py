@@ -6,8 +6,8 @@ states it); in floating point the two differ only in the last bits.
 
 from __future__ import annotations
 
-from kata.arrays import like_inputs
-from kata.contracts.baselines import group_rewards
+from kata.concepts.arrays import like_inputs
+from kata.concepts.contracts.baselines import group_rewards
 
 
 def rloo_advantages(rewards):

@@ -6,8 +6,8 @@ where r is near 1, far less than any tolerance a student could be held to.
 
 from __future__ import annotations
 
-from kata.arrays import like_inputs
-from kata.contracts.clipped_surrogate import ratio_inputs
+from kata.concepts.arrays import like_inputs
+from kata.concepts.contracts.clipped_surrogate import ratio_inputs
 
 
 def approximate_kl(new_log_probs, old_log_probs):

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import torch
 
-from kata.arrays import like_inputs
-from kata.contracts.clipped_surrogate import surrogate_inputs
+from kata.concepts.arrays import like_inputs
+from kata.concepts.contracts.clipped_surrogate import surrogate_inputs
 
 
 def clipped_policy_loss(new_log_probs, old_log_probs, advantages, clip_epsilon):

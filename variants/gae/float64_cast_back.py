@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import torch
 
-from kata.arrays import like_inputs
-from kata.contracts.gae import gae_inputs
+from kata.concepts.arrays import like_inputs
+from kata.concepts.contracts.gae import gae_inputs
 
 
 def gae_advantages(rewards, values, next_values, terminated, trace_cuts, gamma, gae_lambda):

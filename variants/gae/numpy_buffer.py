@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from kata.contracts.gae import gae_inputs
+from kata.concepts.contracts.gae import gae_inputs
 from solutions.gae import gae_advantages as torch_gae_advantages
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import torch
 
-from kata.contracts.ppo_cartpole import minibatch_inputs
+from kata.concepts.contracts.ppo_cartpole import minibatch_inputs
 
 
 def minibatch_indices(batch_size, minibatch_size, generator):

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import torch
 
-from kata.networks import action_log_probs
+from kata.rl.networks import action_log_probs
 from solutions.clipped_surrogate import clipped_value_loss, ppo_loss
 from solutions.reinforce import categorical_entropy
 

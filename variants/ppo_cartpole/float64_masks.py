@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import torch
 
-from kata.arrays import like_inputs
-from kata.contracts.ppo_cartpole import bootstrap_inputs, flag_inputs
+from kata.concepts.arrays import like_inputs
+from kata.concepts.contracts.ppo_cartpole import bootstrap_inputs, flag_inputs
 
 
 def gae_masks(terminated, truncated):

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from kata.contracts.ppo_cartpole import minibatch_inputs
+from kata.concepts.contracts.ppo_cartpole import minibatch_inputs
 
 
 def minibatch_indices(batch_size, minibatch_size, generator):

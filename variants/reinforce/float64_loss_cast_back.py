@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import torch
 
-from kata.arrays import like_inputs
-from kata.contracts.reinforce import surrogate_inputs
+from kata.concepts.arrays import like_inputs
+from kata.concepts.contracts.reinforce import surrogate_inputs
 
 
 def reinforce_surrogate_loss(log_probs, advantages):

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from kata.contracts.reinforce import reward_to_go_inputs
+from kata.concepts.contracts.reinforce import reward_to_go_inputs
 from solutions.reinforce import discounted_reward_to_go as torch_reward_to_go
 
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import torch.nn.functional as F
 
-from kata.arrays import like_inputs
-from kata.contracts.response_masks import token_log_prob_inputs
+from kata.concepts.arrays import like_inputs
+from kata.concepts.contracts.response_masks import token_log_prob_inputs
 
 
 def token_log_probs(logits, input_ids):

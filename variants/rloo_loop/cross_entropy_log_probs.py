@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import torch
 
-from kata.arrays import as_float_tensor
-from kata.contracts.rloo_loop import check_loss_arguments
-from kata.sequence_task import EOS_ID, PAD_ID
+from kata.concepts.arrays import as_float_tensor
+from kata.concepts.contracts.rloo_loop import check_loss_arguments
+from kata.rl.sequence_task import EOS_ID, PAD_ID
 from solutions.response_masks import response_token_mask
 from solutions.token_objectives import masked_token_ppo_objective
 

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import torch
 
-from kata.arrays import like_inputs
-from kata.contracts.rloo_loop import sampling_inputs
-from kata.sequence_task import EOS_ID, PAD_ID
+from kata.concepts.arrays import like_inputs
+from kata.concepts.contracts.rloo_loop import sampling_inputs
+from kata.rl.sequence_task import EOS_ID, PAD_ID
 
 
 def sample_responses(model, prompt_ids, max_new_tokens, *, eos_token_id=EOS_ID, pad_token_id=PAD_ID,

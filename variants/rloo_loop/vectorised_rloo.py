@@ -6,8 +6,8 @@ leave-one-out advantage up to float64 rounding; each group still sums to zero an
 
 from __future__ import annotations
 
-from kata.arrays import like_inputs
-from kata.contracts.rloo_loop import grouped_rewards
+from kata.concepts.arrays import like_inputs
+from kata.concepts.contracts.rloo_loop import grouped_rewards
 
 
 def group_rloo_advantages(rewards, group_size):

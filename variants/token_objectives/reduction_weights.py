@@ -7,8 +7,8 @@ formulas, summed in another order.
 
 from __future__ import annotations
 
-from kata.arrays import like_inputs
-from kata.contracts.token_objectives import check_reduction, token_ppo_inputs
+from kata.concepts.arrays import like_inputs
+from kata.concepts.contracts.token_objectives import check_reduction, token_ppo_inputs
 from solutions.token_objectives import masked_token_ppo_terms
 
 

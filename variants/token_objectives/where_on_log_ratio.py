@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import torch
 
-from kata.arrays import like_inputs
-from kata.contracts.token_objectives import token_ppo_inputs
+from kata.concepts.arrays import like_inputs
+from kata.concepts.contracts.token_objectives import token_ppo_inputs
 
 
 def masked_token_ppo_terms(new_log_probs, old_log_probs, advantages, mask, clip_epsilon):

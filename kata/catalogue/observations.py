@@ -1,0 +1,194 @@
+"""What `kata diagnose` observes of one call of a function on a probe, and when two observations agree.
+
+A probe set (kata.catalogue.probes) pairs the cases drawn for one public function with one of the observers here;
+``guarded`` calls it on a fresh copy of the case and returns what can be compared across implementations:
+
+- values, as float64 or integer NumPy arrays (a raised exception is observed as its class name);
+- gradients, where a mistake is about them (a detach contract): the gradient of a fixed weighting of the outputs
+  with respect to every floating input;
+- for functions that draw random numbers, what does not depend on the random stream: ``minibatch_indices`` is
+  observed as its minibatch sizes and whether the indices form a permutation; ``sample_responses`` greedily as the
+  tokens themselves and, when sampling, as whether every row is padded after its EOS;
+- for the update functions (``ppo_update``, ``rloo_iteration``), on small seeded networks and a plain SGD
+  optimizer: the returned diagnostics and every parameter after the update. Private helpers (``_minibatch_loss``,
+  ``_clipped_step``) are probed through the public function that calls them; one whole-batch minibatch per epoch
+  makes the update independent of the shuffle's random stream.
+
+``agree`` compares two observations within a probe set's tolerance.
+"""
+
+from __future__ import annotations
+
+import copy
+import warnings
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import torch
+
+Observation = Any  # nested tuples of NumPy arrays and strings
+
+
+class StubCalled(Exception):
+    """The function under probe raised NotImplementedError: it is a stub and gets no diagnosis."""
+
+
+def as_observation(value: Any) -> Observation:
+    """A comparable form of a function's output: arrays as NumPy (floats as float64), containers as tuples."""
+    if isinstance(value, torch.Tensor):
+        value = value.detach().cpu()
+        return value.numpy().astype(np.float64) if value.is_floating_point() else value.numpy()
+    if isinstance(value, np.ndarray):
+        return value.astype(np.float64) if np.issubdtype(value.dtype, np.floating) else value
+    if isinstance(value, dict):
+        return tuple((key, as_observation(value[key])) for key in sorted(value))
+    if isinstance(value, (list, tuple)):
+        return tuple(as_observation(part) for part in value)
+    if hasattr(value, "__dataclass_fields__"):
+        return tuple((name, as_observation(getattr(value, name))) for name in value.__dataclass_fields__)
+    if isinstance(value, (bool, int, float, np.number, np.bool_)):
+        return np.asarray(value, dtype=np.float64)
+    return repr(value)
+
+
+def agree(a: Observation, b: Observation, rtol: float, atol: float) -> bool:
+    """Equal observations: the same structure, arrays of one shape within tolerance (NaN equals NaN)."""
+    if isinstance(a, tuple) or isinstance(b, tuple):
+        return (isinstance(a, tuple) and isinstance(b, tuple) and len(a) == len(b)
+                and all(agree(x, y, rtol, atol) for x, y in zip(a, b)))
+    if isinstance(a, str) or isinstance(b, str):
+        return a == b
+    a, b = np.asarray(a), np.asarray(b)
+    if a.shape != b.shape:
+        return False
+    if a.dtype.kind in "biu" and b.dtype.kind in "biu":
+        return bool(np.array_equal(a, b))
+    with np.errstate(invalid="ignore", over="ignore"):
+        return bool(np.allclose(a.astype(np.float64), b.astype(np.float64), rtol=rtol, atol=atol, equal_nan=True))
+
+
+def guarded(observe: Callable[[Callable[..., Any], Any], Observation]):
+    """``observe`` on a deep copy of the case; an exception becomes its name, a stub raises StubCalled."""
+
+    def run(function: Callable[..., Any], case: Any) -> Observation:
+        try:
+            with warnings.catch_warnings(), np.errstate(all="ignore"):
+                warnings.simplefilter("ignore")
+                return observe(function, copy.deepcopy(case))
+        except NotImplementedError as error:
+            raise StubCalled(str(error)) from None
+        except Exception as error:  # a wrong implementation may raise anything; what it raises is its behaviour
+            return f"raised {type(error).__name__}"
+
+    return run
+
+
+def values(function: Callable[..., Any], case: dict) -> Observation:
+    return as_observation(function(**case))
+
+
+def with_gradients(*float_names: str):
+    """Values, and the gradient of a fixed weighting of every output with respect to each of ``float_names``."""
+
+    def observe(function: Callable[..., Any], case: dict) -> Observation:
+        inputs = {name: torch.tensor(np.asarray(case[name], dtype=np.float64), requires_grad=True)
+                  for name in float_names}
+        outputs = function(**{**case, **inputs})
+        parts = outputs if isinstance(outputs, tuple) else (outputs,)
+        total = sum((index + 1.0) * torch.as_tensor(part).sum() for index, part in enumerate(parts)
+                    if isinstance(part, torch.Tensor) and part.is_floating_point())
+        leaves = list(inputs.values())
+        if isinstance(total, torch.Tensor) and total.requires_grad:
+            gradients = torch.autograd.grad(total, leaves, allow_unused=True)
+        else:
+            gradients = (None,) * len(leaves)
+        gradients = tuple(torch.zeros_like(leaf) if g is None else g for leaf, g in zip(leaves, gradients))
+        return as_observation(outputs), as_observation(gradients)
+
+    return observe
+
+
+def minibatch_partition(function: Callable[..., Any], case: tuple[int, int, int]) -> Observation:
+    """What any valid shuffle shares: the minibatch sizes, indices in range, a permutation of the batch."""
+    batch_size, minibatch_size, seed = case
+    minibatches = function(batch_size, minibatch_size, torch.Generator().manual_seed(seed))
+    sizes = np.array([len(m) for m in minibatches])
+    indices = torch.cat([torch.as_tensor(m).reshape(-1) for m in minibatches]).tolist() if minibatches else []
+    in_range = all(0 <= i < batch_size for i in indices)
+    permutation = sorted(indices) == list(range(batch_size))
+    return sizes, np.array([in_range, permutation])
+
+
+class EosLeaningPolicy(torch.nn.Module):
+    """The task's GRU policy (small, seeded) with a bias towards EOS, so that greedy rows end at different steps."""
+
+    def __init__(self, seed: int, eos_bias: float) -> None:
+        super().__init__()
+        from kata.rl.sequence_task import EOS_ID, make_policy
+
+        self.policy = make_policy(seed, hidden_size=8)
+        self.bias = torch.zeros(self.policy.head.out_features)
+        self.bias[EOS_ID] = eos_bias
+
+    def forward(self, input_ids: torch.Tensor) -> torch.Tensor:
+        return self.policy(input_ids) + self.bias
+
+
+def sampled_responses(function: Callable[..., Any], case: dict) -> Observation:
+    """Greedy: the tokens. Sampled: only what every valid sampler shares, whatever its random stream."""
+    from kata.rl.sequence_task import BOS_ID, EOS_ID, PAD_ID, PROMPT_TOKEN_IDS
+
+    rng = np.random.default_rng(case["seed"])
+    symbols = rng.choice(PROMPT_TOKEN_IDS, size=(case["rows"], case["prompt_length"] - 1))
+    prompts = np.concatenate([np.full((case["rows"], 1), BOS_ID), symbols], axis=1).astype(np.int64)
+    model = EosLeaningPolicy(case["seed"], case["eos_bias"])
+    ids = function(model, prompts, case["max_new_tokens"], deterministic=case["deterministic"],
+                   generator=torch.Generator().manual_seed(case["seed"]))
+    ids = np.asarray(torch.as_tensor(ids))
+    if case["deterministic"]:
+        return ids
+    responses = ids[:, prompts.shape[1]:]
+    padded_after_eos = []
+    for row in responses:
+        ends = np.flatnonzero(row == EOS_ID)
+        padded_after_eos.append(bool(ends.size == 0 or np.all(row[ends[0] + 1:] == PAD_ID)))
+    return np.array(ids.shape), np.array([np.array_equal(ids[:, :prompts.shape[1]], prompts), all(padded_after_eos)])
+
+
+def updated_networks(function: Callable[..., Any], case: dict) -> Observation:
+    """ppo_update on seeded networks, one whole-batch minibatch per epoch: diagnostics and parameters after."""
+    from kata.rl.networks import Actor, Critic, action_log_probs
+    from kata.rl.optim import SGD
+    from kata.rl.ppo import RolloutBatch
+
+    generator = torch.Generator().manual_seed(case["seed"])
+    actor, critic = Actor(4, 2, (8,), generator), Critic(4, (8,), generator)
+    size = case["size"]
+    observations = torch.randn(size, 4, generator=generator)
+    actions = torch.randint(0, 2, (size,), generator=generator)
+    advantages = torch.randn(size, generator=generator)
+    with torch.no_grad():
+        old_log_probs = action_log_probs(actor(observations), actions)
+        old_values = critic(observations)
+    batch = RolloutBatch(observations, actions, old_log_probs, old_values, advantages,
+                         old_values + advantages + torch.randn(size, generator=generator))
+    optimizer = SGD([*actor.parameters(), *critic.parameters()], lr=0.5)
+    diagnostics = function(
+        actor, critic, optimizer, batch, epochs=case["epochs"], minibatch_size=size, clip_epsilon=0.2,
+        value_clip_epsilon=0.5, value_coefficient=0.5, entropy_coefficient=case["entropy_coefficient"],
+        max_grad_norm=case["max_grad_norm"], generator=torch.Generator().manual_seed(case["seed"]))
+    parameters = torch.cat([p.detach().reshape(-1) for p in (*actor.parameters(), *critic.parameters())])
+    return as_observation(diagnostics), as_observation(parameters)
+
+
+def iterated_policy(function: Callable[..., Any], case: dict) -> Observation:
+    """rloo_iteration on a seeded small policy with plain SGD: its result and the parameters after."""
+    from kata.rl.optim import SGD
+    from kata.rl.sequence_task import make_policy
+
+    model = make_policy(case.pop("seed"), hidden_size=8)
+    optimizer = SGD(list(model.parameters()), lr=1.0)
+    result = function(model, optimizer, **case)
+    parameters = torch.cat([p.detach().reshape(-1) for p in model.parameters()])
+    return as_observation(result), as_observation(parameters)

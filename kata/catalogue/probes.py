@@ -1,0 +1,285 @@
+"""The probe inputs `kata diagnose` runs each public function on, and what it observes of each call.
+
+A probe set belongs to one public function: cases drawn once, with a fixed seed, from the strategies the tests use
+(kata/testing/strategies.py), plus boundary cases where catalogued mistakes part from the reference (huge logits,
+extreme values at masked positions, log-ratios whose running product overflows). ``observe(function, case)``, one of the
+observers of kata.catalogue.observations wrapped by its ``guarded``, calls the function on a fresh copy of the case and
+returns what can be compared across implementations: values, gradients where a mistake is about them, and for the
+functions that draw random numbers or update networks only what does not depend on the random stream (that module's
+docstring says what exactly).
+
+Functions that train an agent, or that the frame provides, have no probes (``UNPROBED`` says why).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import zlib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from kata.catalogue.observations import (  # noqa: F401 - Observation, StubCalled, agree: kata.catalogue.diagnose's
+    Observation,
+    StubCalled,
+    agree,
+    guarded,
+    iterated_policy,
+    minibatch_partition,
+    sampled_responses,
+    updated_networks,
+    values,
+    with_gradients,
+)
+
+PROBES_PER_FUNCTION = 24
+UPDATE_PROBES = 8  # ppo_update and rloo_iteration train small networks: fewer, dearer probes
+STRATEGY_SEED = 20261202
+
+
+@dataclass(frozen=True)
+class ProbeSet:
+    """The probes of one public function."""
+
+    function: str
+    concept: str
+    draw_cases: Callable[[], list[Any]] = field(repr=False)
+    observe: Callable[[Callable[..., Any], Any], Observation] = field(repr=False)
+    rtol: float = 1e-6
+    atol: float = 1e-9
+
+    def cases(self) -> list[Any]:
+        return _cached_cases(self.function, self.draw_cases)
+
+
+_CASES: dict[str, list[Any]] = {}
+
+
+def _cached_cases(function: str, draw_cases: Callable[[], list[Any]]) -> list[Any]:
+    if function not in _CASES:
+        _CASES[function] = draw_cases()
+    return _CASES[function]
+
+
+# ---- drawing cases -----------------------------------------------------------------------------------------------
+
+
+def _strategies():
+    from kata.testing import strategies
+
+    return strategies
+
+
+@contextlib.contextmanager
+def _only_global_constants():
+    """Hypothesis (6.13x on) also draws constants it finds in the local modules imported so far, so the same seed
+    would give other examples after a submission's modules are imported. Probes must not depend on that: while
+    drawing, the local constants are empty."""
+    try:
+        from hypothesis.internal.conjecture import providers
+        local, cache = providers._get_local_constants, providers.CONSTANTS_CACHE
+        empty = type(providers.GLOBAL_CONSTANTS)()
+    except (ImportError, AttributeError):  # an older Hypothesis: no local constants
+        yield
+        return
+    cache.cache.clear()
+    providers._get_local_constants = lambda: empty
+    try:
+        yield
+    finally:
+        providers._get_local_constants = local
+        cache.cache.clear()
+
+
+def draw(strategy, count: int, name: str) -> list[Any]:
+    """``count`` examples of ``strategy``, the same ones on every run: Hypothesis seeded by ``name``."""
+    from hypothesis import HealthCheck, Phase, given, seed, settings
+
+    examples: list[Any] = []
+
+    @seed(STRATEGY_SEED + zlib.crc32(name.encode()))
+    @settings(max_examples=count, database=None, deadline=None, phases=[Phase.generate], derandomize=False,
+              suppress_health_check=list(HealthCheck))
+    @given(strategy)
+    def collect(example):
+        examples.append(example)
+
+    with _only_global_constants():
+        collect()
+    return examples
+
+
+def _drawn(strategy_name: str, *, count: int = PROBES_PER_FUNCTION, extra: Callable[[], list[Any]] | None = None,
+           arguments: tuple = (), build: Callable[[Any], Any] | None = None) -> Callable[[], list[Any]]:
+    """Cases from ``kata.testing.strategies.<strategy_name>(*arguments)`` (or the strategy itself), then ``extra()``."""
+
+    def cases() -> list[Any]:
+        strategy = getattr(_strategies(), strategy_name)
+        if arguments or callable(strategy) and not hasattr(strategy, "example"):
+            strategy = strategy(*arguments)
+        drawn = draw(strategy, count, strategy_name + repr(arguments))
+        if build is not None:
+            drawn = [build(case) for case in drawn]
+        return drawn + (extra() if extra else [])
+
+    return cases
+
+
+# ---- boundary cases ----------------------------------------------------------------------------------------------
+
+
+def _huge_logits() -> list[Any]:
+    """Probabilities that underflow to exactly 0 in float64, with rows and actions of different counts."""
+    return [dict(logits=np.array([1000.0, 0.0])),
+            dict(logits=np.array([[1e4, -1e4, 0.0], [0.0, 1.0, 2.0]])),
+            dict(logits=np.array([[-800.0, 0.0, 3.0, 1.0]]))]
+
+
+def _mixed_cuts() -> list[Any]:
+    """Rollouts where every kind of record meets: terminated, cut without termination (a time limit, the buffer
+    end), and carried on; gamma and lambda strictly between 0 and 1 so that each of them shows."""
+    random = np.random.default_rng(3)
+    cases = []
+    for shape in ((8,), (10,), (7, 3), (9, 2)):
+        terminated = random.random(shape) < 0.2
+        trace_cuts = terminated | (random.random(shape) < 0.25)
+        trace_cuts[-1] = True
+        cases.append(dict(rewards=random.uniform(-1.0, 1.0, shape), values=random.uniform(-5.0, 5.0, shape),
+                          next_values=random.uniform(-5.0, 5.0, shape), terminated=terminated,
+                          trace_cuts=trace_cuts, gamma=0.9, gae_lambda=0.7))
+    return cases
+
+
+def _overflowing_log_ratios() -> list[Any]:
+    """Token log-ratios whose running product overflows though their sum does not, and one beyond float64."""
+    new = np.array([[400.0, 400.0, -400.0, -400.0], [250.0, 250.0, 250.0, 250.0]])
+    steps = np.array([[-400.0, -400.0, 400.0, 399.0, 1.0], [720.0, -360.0, -360.0, 0.5, 0.0]])
+    return [dict(new_log_probs=new, old_log_probs=np.zeros_like(new), mask=np.ones_like(new, dtype=np.int64)),
+            dict(new_log_probs=new[:, ::-1].copy(), old_log_probs=np.zeros_like(new),
+                 mask=np.array([[0, 1, 1, 1], [1, 1, 0, 0]])),
+            dict(new_log_probs=steps - 1.0, old_log_probs=np.full_like(steps, -1.0),
+                 mask=np.array([[1, 1, 1, 1, 0], [1, 1, 1, 1, 1]]))]
+
+
+def _with_masked_extremes(case: dict, seed: int) -> dict:
+    """The case with extreme log-probs (far beyond exp's range) at every masked position."""
+    extremes = np.array(_strategies().MASKED_EXTREMES)
+    masked = case["mask"] == 0
+    random = np.random.default_rng(seed)
+    for key in ("new_log_probs", "old_log_probs"):
+        case[key] = np.where(masked, random.choice(extremes, size=masked.shape), case[key])
+    return case
+
+
+def _token_cases(with_reduction: bool) -> Callable[[], list[Any]]:
+    def cases() -> list[Any]:
+        strategies = _strategies()
+        drawn = draw(strategies.token_objective_batches(), 36, "token_objective_batches")
+        result = []
+        for index, case in enumerate(drawn):
+            if index % 2:
+                case = _with_masked_extremes(dict(case), index)
+            if with_reduction:
+                case = {**case, "reduction": ("token_mean", "sequence_mean", "sequence_sum_mean")[index % 3]}
+            result.append(case)
+        return result
+
+    return cases
+
+
+def _ratio_cases() -> list[Any]:
+    drawn = _token_cases(False)()
+    keys = ("new_log_probs", "old_log_probs", "mask")
+    return [{key: case[key] for key in keys} for case in drawn] + _overflowing_log_ratios()
+
+
+def _pick(*keys: str) -> Callable[[dict], dict]:
+    return lambda case: {key: case[key] for key in keys}
+
+
+def _minibatch_cases() -> list[Any]:
+    return _drawn("probe_minibatch_layouts")() + [(8, 8, 0), (64, 16, 1), (70, 3, 2)]
+
+
+def _sampling_cases() -> list[Any]:
+    drawn = draw(_strategies().sampling_cases, PROBES_PER_FUNCTION, "sampling_cases")
+    return [{**case, "deterministic": index % 2 == 0} for index, case in enumerate(drawn)]
+
+
+def _response_mask_cases() -> list[Any]:
+    drawn = draw(_strategies().response_batches(), PROBES_PER_FUNCTION, "response_batches")
+    return [{**case, "include_eos": index % 2 == 0} for index, case in enumerate(drawn)]
+
+
+def _group_rloo_cases() -> list[Any]:
+    drawn = draw(_strategies().prompt_major_rewards(), PROBES_PER_FUNCTION, "prompt_major_rewards")
+    return [dict(rewards=rewards, group_size=group_size) for rewards, group_size in drawn]
+
+
+# ---- the probe sets ----------------------------------------------------------------------------------------------
+
+_SURROGATE = ("new_log_probs", "old_log_probs", "advantages")
+_TRAINING_TOLERANCE = dict(rtol=1e-4, atol=1e-6)  # float32 networks: summation order moves the last bits
+
+PROBE_SETS: tuple[ProbeSet, ...] = (
+    # 1. reinforce
+    ProbeSet("reinforce_surrogate_loss", "reinforce", _drawn("surrogate_batches"),
+             guarded(with_gradients("log_probs", "advantages"))),
+    ProbeSet("discounted_reward_to_go", "reinforce", _drawn("reward_streams"), guarded(values)),
+    ProbeSet("categorical_entropy", "reinforce",
+             _drawn("logits_arrays", build=lambda logits: dict(logits=logits), extra=_huge_logits),
+             guarded(values)),
+    # 2. baselines
+    *(ProbeSet(name, "baselines", _drawn("group_rewards", build=lambda rewards: dict(rewards=rewards)),
+               guarded(values))
+      for name in ("no_baseline_advantages", "group_mean_advantages", "rloo_advantages")),
+    ProbeSet("simulate_group_baseline_bias", "baselines", _drawn("simulation_cases", count=8), guarded(values)),
+    # 3. gae
+    ProbeSet("gae_advantages", "gae", _drawn("gae_batches", count=40, extra=_mixed_cuts), guarded(values)),
+    # 4. clipped_surrogate
+    ProbeSet("clipped_surrogate_terms", "clipped_surrogate", _drawn("ppo_batches"),
+             guarded(with_gradients(*_SURROGATE))),
+    ProbeSet("clipped_policy_loss", "clipped_surrogate", _drawn("ppo_batches"), guarded(with_gradients(*_SURROGATE))),
+    ProbeSet("clipped_value_loss", "clipped_surrogate", _drawn("value_batches"), guarded(values)),
+    ProbeSet("ppo_loss", "clipped_surrogate", _drawn("ppo_loss_cases"), guarded(values)),
+    ProbeSet("approximate_kl", "clipped_surrogate",
+             _drawn("ppo_batches", build=_pick("new_log_probs", "old_log_probs")), guarded(values)),
+    ProbeSet("active_clip_fraction", "clipped_surrogate", _drawn("ppo_batches"), guarded(values)),
+    ProbeSet("ratio_outside_fraction", "clipped_surrogate",
+             _drawn("ppo_batches", build=_pick("new_log_probs", "old_log_probs", "clip_epsilon")), guarded(values)),
+    # 5. ppo_cartpole
+    ProbeSet("gae_masks", "ppo_cartpole", _drawn("rollout_flags"), guarded(values)),
+    ProbeSet("bootstrap_values", "ppo_cartpole", _drawn("bootstrap_cases"), guarded(values)),
+    ProbeSet("minibatch_indices", "ppo_cartpole", _minibatch_cases, guarded(minibatch_partition)),
+    ProbeSet("ppo_update", "ppo_cartpole", _drawn("update_cases", count=UPDATE_PROBES), guarded(updated_networks),
+             **_TRAINING_TOLERANCE),
+    # 6. response_masks
+    ProbeSet("response_token_mask", "response_masks", _response_mask_cases, guarded(values)),
+    ProbeSet("token_log_probs", "response_masks",
+             _drawn("logits_and_ids", build=lambda pair: dict(logits=pair[0], input_ids=pair[1])), guarded(values)),
+    # 7. token_objectives
+    ProbeSet("masked_token_ppo_terms", "token_objectives", _token_cases(False), guarded(values)),
+    ProbeSet("masked_token_ppo_objective", "token_objectives", _token_cases(True), guarded(values)),
+    ProbeSet("sequence_log_probability_ratio", "token_objectives", _ratio_cases, guarded(values)),
+    ProbeSet("sequence_probability_ratio", "token_objectives", _ratio_cases, guarded(values)),
+    # 8. rloo_loop
+    ProbeSet("sample_responses", "rloo_loop", _sampling_cases, guarded(sampled_responses)),
+    ProbeSet("group_rloo_advantages", "rloo_loop", _group_rloo_cases, guarded(values)),
+    ProbeSet("sequence_policy_loss", "rloo_loop", _drawn("sequence_loss_cases"), guarded(values)),
+    ProbeSet("rloo_iteration", "rloo_loop", _drawn("iteration_cases", count=UPDATE_PROBES), guarded(iterated_policy),
+             **_TRAINING_TOLERANCE),
+)
+
+PROBES: dict[str, ProbeSet] = {probe.function: probe for probe in PROBE_SETS}
+
+UNPROBED: dict[str, str] = {
+    "profile_config": "the frame's configuration, not the student's code",
+    "train_ppo": "trains an agent for minutes; its parts are probed instead",
+    "aggregate_training_runs": "the frame's summary of training runs",
+    "sequence_profile_config": "the frame's configuration, not the student's code",
+    "train_tiny_sequence_policy": "trains a policy; its parts are probed instead",
+    "evaluate_sequence_policy": "evaluates a trained policy by sampling; sample_responses is probed instead",
+    "decode_sequence": "the frame's decoder, re-exported",
+}

@@ -1,0 +1,248 @@
+"""Load the implementation the tests, the lab and the grader run against.
+
+``load("exercises")`` and ``load("solutions")`` import the repository's packages. ``load(PATH)`` imports any folder
+laid out like ``exercises/`` (``~/submissions/student-7``) under a private package name, so it never shadows or
+disturbs the installed packages and two submissions can be loaded side by side. ``load("solutions",
+mistake="gae/truncation_as_termination")`` loads a fresh copy of the reference with one wrong function from the
+mistake catalogue bound in every module of that copy (the loops call it too);
+``variant="ppo_cartpole/argsort_permutation"`` binds a valid variant from ``variants/`` the same way.
+
+Concept modules are imported one at a time, when first needed: one that does not import fails its own concept's
+tests with a readable message and leaves the others alone.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import importlib.util
+import os
+import sys
+import traceback
+import types
+from pathlib import Path
+from typing import Any
+
+from kata.concepts.manifest import CONCEPTS, concept, concept_of_export
+
+ENVIRONMENT_VARIABLE = "KATA_IMPL"
+DEFAULT_IMPL = "exercises"
+REPOSITORY_ROOT = Path(__file__).resolve().parents[2]
+MISTAKES_ROOT = REPOSITORY_ROOT / "mistakes"
+VARIANTS_ROOT = REPOSITORY_ROOT / "variants"
+CATALOGUES = {"mistake": MISTAKES_ROOT, "variant": VARIANTS_ROOT}
+NAMED_PACKAGES = ("exercises", "solutions")
+VIEWS_MARKER = "kata-concept-views.txt"  # a folder holding it is a folder of per-concept views (kata.grading.workspace)
+
+
+class ImplementationImportError(ImportError):
+    """A concept module of the implementation could not be imported; the message says where and why."""
+
+
+class Implementation:
+    """One implementation of the kata: attribute access resolves a public name through the manifest.
+
+    ``impl.gae_advantages`` imports only ``<package>.gae``; ``impl.module("gae")`` returns that module.
+    """
+
+    def __init__(self, label: str, package_name: str, root: Path) -> None:
+        self.label = label
+        self.package_name = package_name
+        self.root = root
+
+    def __repr__(self) -> str:
+        return f"Implementation({self.label!r} from {self.root})"
+
+    def module(self, concept_name: str) -> types.ModuleType:
+        concept(concept_name)  # a clear error for a misspelt concept
+        qualified = f"{self.package_name}.{concept_name}"
+        if qualified in sys.modules:
+            return sys.modules[qualified]
+        try:
+            return importlib.import_module(qualified)
+        except Exception as error:
+            where = self.root / f"{concept_name}.py"
+            last = traceback.extract_tb(error.__traceback__)[-1:] if error.__traceback__ else []
+            line = getattr(error, "lineno", None) or (last[0].lineno if last else "?")
+            raise ImplementationImportError(
+                f"{where} could not be imported ({type(error).__name__} near line {line}: {error}); "
+                f"fix it to run the {concept_name} tests"
+            ) from error
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        try:
+            owner = concept_of_export(name)
+        except KeyError:
+            raise AttributeError(f"{name!r} is not a public name of the kata (see kata/concepts/manifest.py)") from None
+        module = self.module(owner.name)
+        try:
+            return getattr(module, name)
+        except AttributeError:
+            raise AttributeError(
+                f"{self.root / (owner.name + '.py')} does not define {name}; keep the stub's name and signature"
+            ) from None
+
+
+def default_spec() -> str:
+    return os.environ.get(ENVIRONMENT_VARIABLE, DEFAULT_IMPL) or DEFAULT_IMPL
+
+
+def spec_problem(spec: str, *, mistake: str | None = None, variant: str | None = None,
+                 given_as: str = "--impl") -> str | None:
+    """Why ``spec`` (with ``mistake`` or ``variant``) names no implementation, in one line, or None; checked
+    without importing anything, so a command can stop at start-up instead of failing every test. ``given_as``: where
+    the spec came from, as the line names it (``--impl``, ``$KATA_IMPL``)."""
+    if mistake is not None and variant is not None:
+        return "give --mistake or --variant, not both"
+    for kind, entry in (("mistake", mistake), ("variant", variant)):
+        if entry is not None:
+            try:
+                catalogue_path(entry, kind)
+            except ValueError as error:
+                return f"--{kind} {entry}: {error}"
+    if spec in NAMED_PACKAGES:
+        return None
+    folder = Path(spec).expanduser()
+    if not folder.exists():
+        return f"{given_as} {spec}: no such folder (give exercises, solutions, or a folder laid out like exercises/)"
+    if not folder.is_dir():
+        return f"{given_as} {spec}: not a folder (give exercises, solutions, or a folder laid out like exercises/)"
+    if (folder / VIEWS_MARKER).is_file() or any((folder / f"{c.name}.py").exists() for c in CONCEPTS):
+        return None
+    expected = ", ".join(f"{c.name}.py" for c in CONCEPTS)
+    return f"{given_as} {spec}: the folder holds none of the concept modules ({expected})"
+
+
+def load(
+    spec: str | os.PathLike[str] | None = None, *, mistake: str | None = None, variant: str | None = None
+) -> Implementation:
+    """The implementation named by ``spec``: ``exercises``, ``solutions`` or a folder's path.
+
+    ``mistake`` or ``variant`` (``"concept/name"``, at most one) binds that catalogue entry into a fresh copy.
+    """
+    spec = str(spec) if spec is not None else default_spec()
+    if mistake is not None and variant is not None:
+        raise ValueError("give --mistake or --variant, not both")
+    if mistake is not None:
+        return _load_with_override(spec, mistake, "mistake")
+    if variant is not None:
+        return _load_with_override(spec, variant, "variant")
+    if spec in NAMED_PACKAGES:
+        package = importlib.import_module(spec)
+        return Implementation(spec, spec, Path(package.__file__).resolve().parent)
+    folder = Path(spec).expanduser()
+    if (folder / VIEWS_MARKER).is_file():
+        return ConceptViews(spec, folder.resolve())
+    return _load_folder(folder, label=spec)
+
+
+class ConceptViews(Implementation):
+    """Per-concept views of one submission (see kata.grading.workspace): ``root/<concept>/`` is a package laid out
+    like ``exercises/``. ``module(c)`` and every name ``c`` exports come from view ``c``, so a concept's tests, which
+    use only their own concept's names, run on that view."""
+
+    def __init__(self, label: str, root: Path) -> None:
+        digest = hashlib.sha1(str(root).encode()).hexdigest()[:12]
+        super().__init__(label, f"kata_views_{digest}", root)
+
+    def module(self, concept_name: str) -> types.ModuleType:
+        folder = self.root / concept(concept_name).name
+        try:
+            view = _load_folder(folder, label=self.label, prefix="kata_view")
+        except Exception as error:  # the submission's own __init__.py fails: no concept of it can load
+            raise ImplementationImportError(
+                f"{folder / '__init__.py'} could not be imported ({type(error).__name__}: {error})") from error
+        return view.module(concept_name)
+
+
+def _load_folder(folder: Path, label: str, prefix: str = "kata_submission") -> Implementation:
+    folder = folder.resolve()
+    if not folder.is_dir():
+        raise ValueError(
+            f"--impl must be 'exercises', 'solutions' or a folder laid out like exercises/; {folder} is not a folder"
+        )
+    if not any((folder / f"{c.name}.py").exists() for c in CONCEPTS):
+        expected = ", ".join(f"{c.name}.py" for c in CONCEPTS)
+        raise ValueError(f"--impl folder {folder} holds none of the concept modules ({expected})")
+    digest = hashlib.sha1(str(folder).encode()).hexdigest()[:12]
+    package_name = f"{prefix}_{digest}"
+    if package_name not in sys.modules:
+        init = folder / "__init__.py"
+        if init.exists():
+            module_spec = importlib.util.spec_from_file_location(
+                package_name, init, submodule_search_locations=[str(folder)]
+            )
+            assert module_spec is not None and module_spec.loader is not None
+            package = importlib.util.module_from_spec(module_spec)
+            sys.modules[package_name] = package
+            try:
+                module_spec.loader.exec_module(package)
+            except Exception:
+                del sys.modules[package_name]
+                raise
+        else:  # a bare folder of concept modules: a package with nothing at its top
+            package = types.ModuleType(package_name)
+            package.__path__ = [str(folder)]
+            package.__file__ = None
+            sys.modules[package_name] = package
+    return Implementation(label, package_name, folder)
+
+
+def catalogue_path(entry: str, kind: str = "mistake") -> Path:
+    """``"gae/truncation_as_termination"`` -> its file in the mistake (or variant) catalogue; ValueError if none."""
+    root = CATALOGUES[kind]
+    concept_name, _, name = entry.partition("/")
+    concept(concept_name)
+    path = root / concept_name / f"{name}.py"
+    if not name or not path.exists():
+        raise ValueError(f"{kind} must be 'concept/name' with a file in {root}; got {entry!r}")
+    return path
+
+
+def mistake_path(mistake: str) -> Path:
+    """``"gae/truncation_as_termination"`` -> its file in the mistake catalogue (ValueError if there is none)."""
+    return catalogue_path(mistake, "mistake")
+
+
+def _load_with_override(spec: str, entry: str, kind: str) -> Implementation:
+    path = catalogue_path(entry, kind)
+    concept_name = entry.partition("/")[0]
+    base = load(spec)
+    tag = entry.replace("/", "__")
+    implementation = _load_folder(base.root, label=f"{spec}+{entry}", prefix=f"kata_{kind}_{tag}")
+    target = implementation.module(concept_name)
+
+    module_name = f"kata_{kind}_catalogue_{tag}"
+    module_spec = importlib.util.spec_from_file_location(module_name, path)
+    assert module_spec is not None and module_spec.loader is not None
+    wrong = importlib.util.module_from_spec(module_spec)
+    module_spec.loader.exec_module(wrong)
+
+    overrides = {
+        name: value
+        for name, value in vars(wrong).items()
+        if callable(value) and getattr(value, "__module__", None) == module_name and hasattr(target, name)
+    }
+    if not overrides:
+        raise ValueError(f"{path} defines no function of {concept_name}.py to replace")
+    # Bind each replacement wherever the copy refers to the right one: in its own module and in every module
+    # that imported it (the loops import the concept functions of their own package).
+    originals = {name: getattr(target, name) for name in overrides}
+    for module in _package_modules(implementation):
+        for attribute, value in list(vars(module).items()):
+            for name, original in originals.items():
+                if value is original:
+                    setattr(module, attribute, overrides[name])
+    return implementation
+
+
+def _package_modules(implementation: Implementation) -> list[types.ModuleType]:
+    modules = []
+    for c in CONCEPTS:
+        try:
+            modules.append(implementation.module(c.name))
+        except ImplementationImportError:
+            continue
+    return modules

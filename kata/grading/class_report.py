@@ -1,0 +1,129 @@
+"""The class's misconceptions: how many submissions behave like each catalogued mistake, concept by concept.
+
+``kata grade --class-report DIR`` counts the diagnoses the grader found (kata.catalogue.diagnose, run on each failed
+concept) and writes three files to DIR:
+
+- ``misconceptions.md``: per concept, each catalogued mistake found, the misunderstanding in the manifest's words,
+  how many submissions hold it and which; largest first, so that an instructor sees what to re-teach;
+- ``misconceptions.json``: the same, ``{"submissions": N, "concepts": {NAME: [{"mistake", "misunderstanding",
+  "count", "submissions"}]}}``;
+- ``misconceptions.png``: a bar chart per concept (matplotlib, Agg).
+
+A submission counts once per mistake, however many of its functions behave like it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from kata.concepts.manifest import CONCEPTS, Concept, catalogued_mistake, concept
+
+# submission -> concept name -> the mistakes ("concept/name") its functions behave like
+Diagnosed = Mapping[str, Mapping[str, Sequence[str]]]
+
+
+@dataclass
+class MistakeCount:
+    mistake: str
+    misunderstanding: str
+    submissions: list[str] = field(default_factory=list)
+
+    @property
+    def count(self) -> int:
+        return len(self.submissions)
+
+
+def misunderstanding(entry: str) -> str:
+    """The manifest's sentence for ``"concept/name"``."""
+    return catalogued_mistake(entry).misunderstanding
+
+
+def from_results(results: Sequence) -> dict[str, dict[str, list[str]]]:
+    """Each graded submission's diagnoses (``kata.grading.results.SubmissionResult``, graded with diagnosis on)."""
+    from kata.grading.results import diagnoses_of
+
+    return {r.submission: {name: diagnoses_of(c) for name, c in r.concepts.items() if diagnoses_of(c)}
+            for r in results if r.graded}
+
+
+def tally(diagnosed: Diagnosed, concepts: Sequence[Concept] = CONCEPTS) -> dict[str, list[MistakeCount]]:
+    """Per concept (teaching order), each mistake held by at least one submission, largest count first."""
+    table: dict[str, list[MistakeCount]] = {}
+    for c in concepts:
+        counts: dict[str, MistakeCount] = {}
+        for submission, by_concept in diagnosed.items():
+            for entry in dict.fromkeys(by_concept.get(c.name, ())):
+                counts.setdefault(entry, MistakeCount(entry, misunderstanding(entry))).submissions.append(submission)
+        table[c.name] = sorted(counts.values(), key=lambda m: (-m.count, m.mistake))
+    return table
+
+
+def to_json(diagnosed: Diagnosed, concepts: Sequence[Concept] = CONCEPTS) -> dict:
+    return {
+        "submissions": len(diagnosed),
+        "concepts": {name: [{"mistake": m.mistake, "misunderstanding": m.misunderstanding, "count": m.count,
+                             "submissions": m.submissions} for m in counts]
+                     for name, counts in tally(diagnosed, concepts).items()},
+    }
+
+
+def to_markdown(diagnosed: Diagnosed, concepts: Sequence[Concept] = CONCEPTS) -> str:
+    total = len(diagnosed)
+    lines = ["# The class's misconceptions", "",
+             f"{total} submission(s) diagnosed: how many behave like each catalogued mistake (`kata diagnose`), "
+             "largest first. A submission counts once per mistake.", ""]
+    for c in concepts:
+        counts = tally(diagnosed, [c])[c.name]
+        lines.append(f"## {c.number}. {c.name} ({c.guide_section})")
+        lines.append("")
+        if not counts:
+            lines += ["No catalogued mistake found.", ""]
+            continue
+        lines += ["| submissions | mistake | misunderstanding | who |", "|---:|---|---|---|"]
+        for m in counts:
+            who = ", ".join(m.submissions).replace("|", "\\|")
+            lines.append(f"| {m.count} of {total} | `{m.mistake}` | {m.misunderstanding} | {who} |")
+        lines.append("")
+    return "\n".join(lines)
+
+
+def plot(diagnosed: Diagnosed, path: Path, concepts: Sequence[Concept] = CONCEPTS) -> None:
+    """One horizontal bar chart per concept with a mistake found, largest bar on top."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    table = {name: counts for name, counts in tally(diagnosed, concepts).items() if counts}
+    rows = max(1, len(table))
+    heights = [max(1.2, 0.45 * len(counts) + 0.8) for counts in table.values()] or [2.0]
+    figure, axes = plt.subplots(rows, 1, figsize=(9, sum(heights)), squeeze=False,
+                                gridspec_kw={"height_ratios": heights})
+    if not table:
+        axes[0][0].text(0.5, 0.5, f"no catalogued mistake found in {len(diagnosed)} submission(s)",
+                        ha="center", va="center")
+        axes[0][0].axis("off")
+    for axis, (name, counts) in zip(axes[:, 0], table.items()):
+        labels = [m.mistake.partition("/")[2] for m in counts][::-1]
+        axis.barh(labels, [m.count for m in counts][::-1], color="tab:red")
+        axis.set_title(f"{concept(name).number}. {name}", loc="left", fontsize=10)
+        axis.set_xlim(0, max(1, len(diagnosed)))
+        axis.xaxis.get_major_locator().set_params(integer=True)
+    axes[-1][0].set_xlabel(f"submissions (of {len(diagnosed)})")
+    figure.tight_layout()
+    figure.savefig(path, dpi=100)
+    plt.close(figure)
+
+
+def write(diagnosed: Diagnosed, folder: str | Path, concepts: Sequence[Concept] = CONCEPTS) -> list[Path]:
+    """misconceptions.md, .json and .png in ``folder`` (created if needed); returns the paths."""
+    target = Path(folder).expanduser()
+    target.mkdir(parents=True, exist_ok=True)
+    markdown, report, figure = (target / f"misconceptions.{suffix}" for suffix in ("md", "json", "png"))
+    markdown.write_text(to_markdown(diagnosed, concepts))
+    report.write_text(json.dumps(to_json(diagnosed, concepts), indent=2) + "\n")
+    plot(diagnosed, figure, concepts)
+    return [markdown, report, figure]

@@ -1,0 +1,152 @@
+"""The instructor's commands of ``kata``: ``kata grade`` (kata.grading.grader, kata.grading.batch) and ``kata
+autograder`` (kata.grading.autograder), their options and help, added to kata.cli's one parser by ``add_parsers``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import textwrap
+from pathlib import Path
+
+from kata.concepts.arguments import concept_argument, positive_float, positive_int
+from kata.grading.grader import DEFAULT_TIMEOUT
+from kata.concepts.manifest import CONCEPTS
+
+
+def cmd_grade(args: argparse.Namespace) -> int:
+    from kata.grading import grader as grade
+    from kata.grading import batch as grade_batch
+
+    if not args.submissions:
+        print("kata grade: no SUBMISSION given: grading your own ./exercises", file=sys.stderr)
+    submissions = []
+    for given in args.submissions or ["./exercises"]:
+        if Path(given).is_dir():
+            submissions.append(given)
+        else:  # `kata grade submissions/*` run again meets the reports it wrote there
+            print(f"kata grade: skipped {given}: not a folder", file=sys.stderr)
+    if not submissions:
+        print("kata grade: no folder to grade", file=sys.stderr)
+        return 2
+    concepts = args.concepts or list(CONCEPTS)
+    cores = os.cpu_count() or 1
+    jobs = max(1, min(args.jobs or cores, len(submissions)))
+    grader = grade.Grader(
+        concepts=concepts,
+        timeout=args.timeout,
+        watchdog=args.watchdog,
+        include_slow=not args.no_slow,
+        chained=args.chained,
+        threads_per_job=max(1, cores // jobs) if jobs > 1 else None,
+        diagnose=True,
+    )
+    print(f"kata grade: {len(submissions)} submission(s), {jobs} at a time, {args.timeout:g} s per test, "
+          f"{grader.watchdog:g} s per run", file=sys.stderr, flush=True)
+    done = [0]
+
+    def progress(result: grade.SubmissionResult) -> None:
+        done[0] += 1
+        print(f"[{done[0]}/{len(submissions)}] {result.submission}: {grade.format_points(result.total)} of "
+              f"{grade.format_points(result.max_total)}", file=sys.stderr, flush=True)
+
+    reports = dict(json_path=args.json, csv_path=args.csv, gradescope_path=args.gradescope,
+                   markdown_path=args.markdown, concepts=concepts)
+    results, interrupted = grade_batch.run_batch(submissions, grader, jobs=jobs, reports=reports, on_result=progress)
+    if interrupted:
+        print("kata grade: interrupted; the reports hold what was graded (the rest is blank)", file=sys.stderr)
+    print(grade.markdown(results, concepts), end="")
+    for name in ("json_path", "csv_path", "gradescope_path", "markdown_path"):
+        if reports[name]:
+            print(f"wrote {reports[name]}", file=sys.stderr)
+    if args.class_report:
+        from kata.grading import class_report
+
+        for path in class_report.write(class_report.from_results(results), args.class_report, concepts):
+            print(f"wrote {path}", file=sys.stderr)
+    return 130 if interrupted else 0
+
+
+def cmd_autograder(args: argparse.Namespace) -> int:
+    from kata.grading import autograder
+
+    out = autograder.build(Path(args.out), timeout=args.timeout, include_slow=not args.no_slow)
+    print(f"wrote {out} ({out.stat().st_size / 1024:.0f} KiB): upload it as a Gradescope programming assignment's "
+          "autograder (Ubuntu image); students upload their concept files (flat, or an exercises/ folder)")
+    return 0
+
+
+def add_parsers(sub: argparse._SubParsersAction) -> None:
+    """Add ``grade`` and ``autograder`` to the subcommands of kata.cli's parser."""
+    p = sub.add_parser(
+        "grade", help="grade submissions with the reference's tests (Markdown, JSON, CSV, Gradescope)",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description=textwrap.dedent("""\
+            Grade each SUBMISSION, a folder laid out like exercises/ (default: ./exercises), with this
+            repository's tests, each submission in one pytest subprocess in a fresh copy of the tests (the ci
+            Hypothesis profile, so every submission meets the same examples; slow integration tests included
+            unless --no-slow: they prove the code trains; the frame tests are not run).
+
+            Each concept is graded on the submission's own module for it and the reference's modules for the
+            concepts it builds on, so a broken early concept costs only its own points (--chained: everything
+            on the submission's own modules). chained_status says how the concept fares on the student's own
+            chain; where the two differ, every report says so ("ppo_cartpole passes on its own code; with your
+            gae it fails (gae is wrong)").
+
+            Points are partial credit: a concept earns points * passed / (passed + failed). Status per concept:
+              passed   every test passed
+              failed   some test failed (the first failure's message is reported)
+              error    the module (or the whole package) does not import, imports solutions, or no test
+                       ran, or the run changed the grader's copy of the tests: zero points
+              timeout  a test ran longer than --timeout (killed shortly after if it ignores the alarm), the
+                       run had to be killed, or it used up its CPU time: zero points
+            A hanging concept costs one --timeout; the other concepts are still graded. Each run has limits on
+            address space, CPU time and processes (named in the notes when they fire), and no process it
+            started outlives it. One submission's failure never stops the batch; the reports are rewritten
+            (atomically) after every submission, and Ctrl-C or SIGTERM leaves them complete.
+
+            Output: a Markdown table on stdout (and in --markdown FILE); --json {"submissions": [{"submission",
+            "graded", "total", "max_total", "notes", "concepts": {NAME: {"points", "max_points", "passed", "failed",
+            "status", "message", "chained_status", "chained_message", "diagnoses"}}}]}; --csv one row per submission,
+            a column per concept, the total, the maximum, the notes (blank if not graded, never 0) and the diagnoses;
+            --gradescope the results.json of Gradescope (one test per concept; one submission only; `kata autograder`
+            builds the whole autograder); --class-report DIR misconceptions.md, .json and .png. A failed concept's
+            diagnoses name the catalogued mistakes its functions behave like (kata diagnose, on the submission's own
+            modules beside the reference, under the same limits).
+
+            Submitted code runs with your rights in the process that records its results: it can read and write
+            your files and use the network. Grade untrusted code inside a container or a throwaway virtual machine."""))
+    p.add_argument("submissions", nargs="*", metavar="SUBMISSION", help="folders to grade (default ./exercises)")
+    p.add_argument("--json", metavar="FILE", help="write the JSON report to FILE")
+    p.add_argument("--csv", metavar="FILE", help="write one CSV row per submission to FILE")
+    p.add_argument("--gradescope", metavar="FILE", help="write an autograder results.json to FILE")
+    p.add_argument("--markdown", metavar="FILE", help="write the Markdown report to FILE too")
+    p.add_argument("--class-report", metavar="DIR",
+                   help="write misconceptions.md, .json and .png to DIR: per concept, how many submissions behave "
+                   "like each catalogued mistake")
+    p.add_argument("--timeout", type=positive_float, default=DEFAULT_TIMEOUT, metavar="SECONDS",
+                   help=f"limit per test (default {DEFAULT_TIMEOUT:g})")
+    p.add_argument("--watchdog", type=positive_float, default=None, metavar="SECONDS",
+                   help="limit per test process, for hangs no signal interrupts (default 10 x --timeout)")
+    p.add_argument("--jobs", type=positive_int, default=None, metavar="N",
+                   help="submissions graded at once (default: the number of cores)")
+    p.add_argument("--no-slow", action="store_true", help="leave out the slow integration tests")
+    p.add_argument("--chained", action="store_true",
+                   help="grade every concept on the submission's own earlier concepts too (default: each concept "
+                   "on its own module and the reference's for the concepts it builds on)")
+    p.add_argument("--concepts", type=lambda text: [concept_argument(n) for n in text.split(",") if n],
+                   default=None, metavar="NAME,NAME", help="grade these concepts only (default: all eight)")
+    p.set_defaults(handler=cmd_grade)
+
+    p = sub.add_parser(
+        "autograder", help="build a Gradescope autograder zip (setup.sh, run_autograder, the tests and reference)",
+        description="Build the zip a Gradescope programming assignment takes as its autograder: setup.sh installs "
+        "Python 3.11, the requirements and torch's CPU build; run_autograder grades the student's upload (the "
+        "concept files flat, or an exercises/ folder) as `kata grade` does and writes results/results.json, a "
+        "test per concept. See kata/grading/autograder.py.")
+    p.add_argument("--out", default="autograder.zip", metavar="FILE", help="where to write it (autograder.zip)")
+    p.add_argument("--timeout", type=positive_float, default=DEFAULT_TIMEOUT, metavar="SECONDS",
+                   help=f"limit per test (default {DEFAULT_TIMEOUT:g})")
+    p.add_argument("--no-slow", action="store_true", help="leave out the slow integration tests")
+    p.set_defaults(handler=cmd_autograder)

@@ -1,0 +1,196 @@
+"""CartPole-v1, written out so that nothing depends on Gymnasium's version.
+
+The dynamics are the published ones (Barto, Sutton and Anderson, 1983, as in Gymnasium's ``CartPole-v1``):
+gravity 9.8, cart mass 1.0, pole mass 0.1, pole half-length 0.5, force magnitude 10, time step 0.02 s, explicit
+Euler (positions move with the *old* velocities), termination when ``|x| > 2.4`` or ``|theta| > 12 degrees``,
+reset state ``U(-0.05, 0.05)^4``, reward +1 for every step including the one that terminates, and truncation
+after 500 steps.
+
+Termination and truncation stay distinct, because they ask for different things from GAE: a terminated step has
+no future (no bootstrap), a truncated step has one that the time limit hid (bootstrap from V(final observation)).
+At step 500 both flags can be True, exactly as in Gymnasium: the pole fell on the last allowed step.
+
+Two classes share one dynamics function, so a batch of N environments equals N single environments bit for bit:
+
+* :class:`CartPole` — one environment with Gymnasium's API (``reset(seed=...) -> (obs, info)``,
+  ``step(action) -> (obs, reward, terminated, truncated, info)``) and a settable ``state``.
+* :class:`CartPoleBatch` — N environments stepped together in NumPy. Each one resets itself when its episode ends
+  (the observation returned is then the new episode's first) and the observation that ended the episode is kept in
+  ``info["final_observation"]``, because that, not the reset observation, is where a truncated step bootstraps.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from kata.concepts.arrays import check_integer
+
+GRAVITY = 9.8
+CART_MASS = 1.0
+POLE_MASS = 0.1
+TOTAL_MASS = CART_MASS + POLE_MASS
+POLE_HALF_LENGTH = 0.5  # "length" in the published code: half the pole's length
+POLE_MASS_LENGTH = POLE_MASS * POLE_HALF_LENGTH
+FORCE_MAGNITUDE = 10.0
+TAU = 0.02  # seconds between state updates
+X_THRESHOLD = 2.4
+THETA_THRESHOLD_RADIANS = 12 * 2 * math.pi / 360
+RESET_BOUND = 0.05
+MAX_EPISODE_STEPS = 500
+OBSERVATION_SIZE = 4
+ACTION_COUNT = 2  # 0 pushes the cart left, 1 pushes it right
+
+
+def step_states(states: np.ndarray, actions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """One explicit-Euler step of CartPole for a batch of states.
+
+    ``states``: float64 ``[N, 4]`` rows ``(x, x_dot, theta, theta_dot)``; ``actions``: integers ``[N]`` in {0, 1}.
+    Returns the next states (float64 ``[N, 4]``, a new array) and ``terminated`` (bool ``[N]``).
+    """
+    x, x_dot, theta, theta_dot = states[:, 0], states[:, 1], states[:, 2], states[:, 3]
+    force = np.where(actions == 1, FORCE_MAGNITUDE, -FORCE_MAGNITUDE)
+    cos_theta = np.cos(theta)
+    sin_theta = np.sin(theta)
+    temp = (force + POLE_MASS_LENGTH * theta_dot**2 * sin_theta) / TOTAL_MASS
+    theta_acc = (GRAVITY * sin_theta - cos_theta * temp) / (
+        POLE_HALF_LENGTH * (4.0 / 3.0 - POLE_MASS * cos_theta**2 / TOTAL_MASS)
+    )
+    x_acc = temp - POLE_MASS_LENGTH * theta_acc * cos_theta / TOTAL_MASS
+    # Explicit Euler: positions advance with the velocities from before this step.
+    next_states = np.empty_like(states)
+    next_states[:, 0] = x + TAU * x_dot
+    next_states[:, 1] = x_dot + TAU * x_acc
+    next_states[:, 2] = theta + TAU * theta_dot
+    next_states[:, 3] = theta_dot + TAU * theta_acc
+    terminated = (np.abs(next_states[:, 0]) > X_THRESHOLD) | (np.abs(next_states[:, 2]) > THETA_THRESHOLD_RADIANS)
+    return next_states, terminated
+
+
+def _check_actions(actions: Any, count: int) -> np.ndarray:
+    array = np.asarray(actions)
+    if array.shape != (count,) or not (np.issubdtype(array.dtype, np.integer) or array.dtype == np.bool_):
+        raise ValueError(f"action must be {count} integer(s) in {{0, 1}}; got {actions!r}")
+    if not np.all((array == 0) | (array == 1)):
+        raise ValueError(f"action must be 0 (push left) or 1 (push right); got {actions!r}")
+    return array.astype(np.int64)
+
+
+def _observe(states: np.ndarray) -> np.ndarray:
+    # Gymnasium hands out float32 observations and keeps the state in float64; so do we.
+    return states.astype(np.float32)
+
+
+class CartPole:
+    """One CartPole-v1 environment with Gymnasium's API.
+
+    ``reset(seed=None) -> (observation, info)``: a seed re-creates the environment's generator
+    (``numpy.random.default_rng(seed)``); without one the generator goes on from where it was.
+    ``step(action) -> (observation, reward, terminated, truncated, info)``: observation float32 ``[4]``,
+    reward 1.0, ``truncated`` True from the ``max_episode_steps``-th step of the episode on.
+    ``state``: float64 ``[4]`` ``(x, x_dot, theta, theta_dot)``; assign to it to start from any state.
+    Stepping an episode that has ended (or was never reset) is a ValueError: call ``reset()``.
+    """
+
+    def __init__(self, max_episode_steps: int = MAX_EPISODE_STEPS) -> None:
+        self.max_episode_steps = check_integer("max_episode_steps", max_episode_steps, 1)
+        self._rng = np.random.default_rng()
+        self._state: np.ndarray | None = None
+        self.elapsed_steps = 0
+        self._done = True
+
+    @property
+    def state(self) -> np.ndarray | None:
+        return None if self._state is None else self._state.copy()
+
+    @state.setter
+    def state(self, value: Any) -> None:
+        array = np.array(value, dtype=np.float64)  # a copy: the caller's array stays theirs
+        if array.shape != (OBSERVATION_SIZE,) or not np.all(np.isfinite(array)):
+            raise ValueError(f"state must be 4 finite numbers (x, x_dot, theta, theta_dot); got {value!r}")
+        self._state = array
+        self._done = False
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None) -> tuple[np.ndarray, dict]:
+        if seed is not None:
+            self._rng = np.random.default_rng(check_integer("seed", seed, 0))
+        self._state = self._rng.uniform(-RESET_BOUND, RESET_BOUND, size=OBSERVATION_SIZE)
+        self.elapsed_steps = 0
+        self._done = False
+        return _observe(self._state), {}
+
+    def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict]:
+        if self._state is None or self._done:
+            raise ValueError("step() called on an episode that has ended or never started: call reset() first")
+        actions = _check_actions(np.reshape(np.asarray(action), (-1,)), 1)
+        next_states, terminated = step_states(self._state[None, :], actions)
+        self._state = next_states[0]
+        self.elapsed_steps += 1
+        is_terminated = bool(terminated[0])
+        is_truncated = self.elapsed_steps >= self.max_episode_steps
+        self._done = is_terminated or is_truncated
+        return _observe(self._state), 1.0, is_terminated, is_truncated, {}
+
+
+class CartPoleBatch:
+    """``num_envs`` CartPole-v1 environments stepped together, each resetting itself when its episode ends.
+
+    ``reset(seed=s)`` seeds environment ``i`` with ``s + i`` (each has its own generator, so environment ``i``
+    sees exactly what ``CartPole().reset(seed=s + i)`` and its later resets would see).
+    ``step(actions [N]) -> (observations float32 [N, 4], rewards float64 [N], terminated bool [N],
+    truncated bool [N], info)``. Where an episode ended, the observation is the next episode's first and
+    ``info["final_observation"][i]`` is the one that ended it; ``info["episode_returns"]`` and
+    ``info["episode_lengths"]`` hold the finished episodes' returns and lengths (NaN / 0 elsewhere).
+    ``states`` is the float64 ``[N, 4]`` state (a copy; assignable).
+    """
+
+    def __init__(self, num_envs: int, max_episode_steps: int = MAX_EPISODE_STEPS) -> None:
+        self.num_envs = check_integer("num_envs", num_envs, 1)
+        self.max_episode_steps = check_integer("max_episode_steps", max_episode_steps, 1)
+        self._rngs = [np.random.default_rng() for _ in range(self.num_envs)]
+        self._states: np.ndarray | None = None
+        self.elapsed_steps = np.zeros(self.num_envs, dtype=np.int64)
+        self._returns = np.zeros(self.num_envs)
+
+    @property
+    def states(self) -> np.ndarray | None:
+        return None if self._states is None else self._states.copy()
+
+    @states.setter
+    def states(self, value: Any) -> None:
+        array = np.array(value, dtype=np.float64)
+        if array.shape != (self.num_envs, OBSERVATION_SIZE) or not np.all(np.isfinite(array)):
+            raise ValueError(f"states must be finite, shaped ({self.num_envs}, 4); got shape {array.shape}")
+        self._states = array
+
+    def reset(self, *, seed: int | None = None) -> tuple[np.ndarray, dict]:
+        if seed is not None:
+            seed = check_integer("seed", seed, 0)
+            self._rngs = [np.random.default_rng(seed + i) for i in range(self.num_envs)]
+        self._states = np.stack([rng.uniform(-RESET_BOUND, RESET_BOUND, size=OBSERVATION_SIZE) for rng in self._rngs])
+        self.elapsed_steps = np.zeros(self.num_envs, dtype=np.int64)
+        self._returns = np.zeros(self.num_envs)
+        return _observe(self._states), {}
+
+    def step(self, actions: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict]:
+        if self._states is None:
+            raise ValueError("step() called before reset()")
+        actions = _check_actions(actions, self.num_envs)
+        self._states, terminated = step_states(self._states, actions)
+        self.elapsed_steps += 1
+        self._returns += 1.0
+        truncated = self.elapsed_steps >= self.max_episode_steps
+        done = terminated | truncated
+        info: dict[str, np.ndarray] = {}
+        if done.any():
+            info["final_observation"] = _observe(self._states)
+            info["episode_returns"] = np.where(done, self._returns, np.nan)
+            info["episode_lengths"] = np.where(done, self.elapsed_steps, 0)
+            for i in np.flatnonzero(done):
+                self._states[i] = self._rngs[i].uniform(-RESET_BOUND, RESET_BOUND, size=OBSERVATION_SIZE)
+            self.elapsed_steps[done] = 0
+            self._returns[done] = 0.0
+        rewards = np.ones(self.num_envs)
+        return _observe(self._states), rewards, terminated, truncated, info

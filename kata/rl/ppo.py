@@ -1,0 +1,381 @@
+"""The PPO loop's frame: its configuration, the loop itself (:func:`run_ppo`), and what reads its results.
+
+:func:`run_ppo` is the same for every implementation: it receives the concept functions the student writes
+(``gae_masks``, ``bootstrap_values``, ``gae_advantages``, ``ppo_update``) as arguments, so ``exercises.train_ppo``
+trains with the student's code and ``solutions.train_ppo`` with the reference. It never imports ``solutions``.
+One update reads top to bottom in it: rollout, valuing, GAE, the update, logging, evaluation. The few things done
+for speed (a NumPy copy of the actor for acting, evaluations batched together, and the Adam it uses) live in
+:mod:`kata.rl.speedups`, whose docstring gives what each one saves.
+
+Every random choice comes from generators derived from ``config.seed``, and torch runs on ``config.torch_threads``
+threads for the run, so a seed reproduces the history bit for bit.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+import numpy as np
+import torch
+
+from kata.concepts.arrays import check_choice, check_integer, check_non_negative, check_positive, check_probability
+from kata.rl.cartpole import ACTION_COUNT, MAX_EPISODE_STEPS, OBSERVATION_SIZE, CartPoleBatch
+from kata.rl.speedups import Adam, DeferredEvaluation, PolicySnapshot
+from kata.concepts.manifest import PROFILES
+from kata.rl.networks import Actor, Critic, action_log_probs
+from kata.rl.threads import torch_threads
+
+SOLVED_RETURN = 475.0  # CartPole-v1's published "solved" threshold, on the 500-step ceiling
+
+
+@dataclass(frozen=True)
+class PPOConfig:
+    """Everything one PPO run depends on. ``dataclasses.replace(config, field=value)`` re-checks the fields.
+
+    Budget: ``total_steps`` environment transitions in ``total_steps // (num_envs * rollout_steps)`` updates.
+    """
+
+    seed: int = 0
+    total_steps: int = 29_696  # 58 updates: the smoke profile, within the curriculum's 30,000 steps
+    num_envs: int = 16
+    rollout_steps: int = 32
+    epochs: int = 8
+    minibatch_size: int = 128
+    learning_rate: float = 2.5e-3
+    anneal_learning_rate: bool = True  # linearly to 0 over the run: the last updates barely move the policy
+    gamma: float = 0.99
+    gae_lambda: float = 0.95
+    clip_epsilon: float = 0.2
+    value_clip_epsilon: float = 10.0  # in return units; returns here reach ~100, so 0.2 would freeze the critic
+    # With separate networks and Adam (which rescales each parameter's step), c_v only sets the critic's weight in
+    # the shared gradient-norm clip: the larger it is, the more a large critic error shrinks the actor's step too.
+    value_coefficient: float = 1.0
+    entropy_coefficient: float = 0.0
+    max_grad_norm: float = 0.5
+    normalize_advantages: bool = True  # per minibatch
+    target_kl: float | None = None
+    hidden_sizes: tuple[int, ...] = (64, 64)
+    adam_epsilon: float = 1e-5
+    evaluation_every: int = 4  # updates between greedy evaluations (the last update is always evaluated)
+    evaluations_per_batch: int = 10  # snapshots evaluated together; 1 evaluates each right after its update
+    evaluation_episodes: int = 10
+    max_episode_steps: int = MAX_EPISODE_STEPS
+    torch_threads: int | None = 1  # None leaves torch's setting alone; tiny networks run fastest on one thread
+
+    def __post_init__(self) -> None:
+        check_integer("seed", self.seed, 0)
+        for name in ("total_steps", "num_envs", "rollout_steps", "epochs", "minibatch_size", "evaluation_every",
+                     "evaluations_per_batch", "evaluation_episodes", "max_episode_steps"):
+            check_integer(name, getattr(self, name), 1)
+        if self.total_steps < self.num_envs * self.rollout_steps:
+            raise ValueError(
+                f"total_steps must allow one rollout of num_envs * rollout_steps = "
+                f"{self.num_envs * self.rollout_steps} steps; got {self.total_steps}"
+            )
+        for name in ("learning_rate", "clip_epsilon", "value_clip_epsilon", "max_grad_norm", "adam_epsilon"):
+            check_positive(name, getattr(self, name))
+        for name in ("gamma", "gae_lambda"):
+            check_probability(name, getattr(self, name))
+        for name in ("value_coefficient", "entropy_coefficient"):
+            check_non_negative(name, getattr(self, name))
+        if self.target_kl is not None:
+            check_positive("target_kl", self.target_kl)
+        if self.torch_threads is not None:
+            check_integer("torch_threads", self.torch_threads, 1)
+        if not self.hidden_sizes:
+            raise ValueError("hidden_sizes must name at least one hidden layer")
+        for size in self.hidden_sizes:
+            check_integer("hidden_sizes", size, 1)
+
+    @property
+    def batch_size(self) -> int:
+        return self.num_envs * self.rollout_steps
+
+    @property
+    def num_updates(self) -> int:
+        return self.total_steps // self.batch_size
+
+
+def profile_config(mode: str, seed: int = 0) -> PPOConfig:
+    """The lab's two profiles. ``smoke``: a quick CPU check that still solves CartPole; ``full``: a longer run.
+
+    Both evaluate greedily on 10 episodes capped at 500 steps. ValueError for any other ``mode``.
+    Smoke: 16 environments x 32 steps per update, 8 epochs of 4 minibatches of 128, 29,696 steps: 58 updates and
+    1,856 gradient steps, evaluated every 2 updates. Full: the same rollouts, 10 epochs of 4 minibatches of 128,
+    49,152 steps: 96 updates and 3,840 gradient steps, evaluated every 4. The two extra epochs hold the solved
+    policy to the end of the longer run: with 8, 1 of 60 tuning runs lost it in the last fifth; with 10, none did.
+    Robustness on held-out seeds: ``benchmarks/training_robustness.py``.
+    """
+    check_choice("mode", mode, PROFILES)
+    if mode == "smoke":
+        return PPOConfig(seed=seed, evaluation_every=2)
+    return PPOConfig(seed=seed, total_steps=49_152, epochs=10, evaluation_every=4)
+
+
+# ---- the loop --------------------------------------------------------------------------------------------------
+
+
+class RolloutBatch(NamedTuple):
+    """One rollout flattened for the update; row ``i`` is one transition. All tensors are plain data (no grad).
+
+    observations float32 ``[B, 4]``; actions int64 ``[B]``; old_log_probs, old_values, advantages, returns float32
+    ``[B]`` (``log π_old(a|s)``, ``V_old(s)``, GAE advantages, ``advantages + old_values``).
+    """
+
+    observations: torch.Tensor
+    actions: torch.Tensor
+    old_log_probs: torch.Tensor
+    old_values: torch.Tensor
+    advantages: torch.Tensor
+    returns: torch.Tensor
+
+
+HISTORY_KEYS = (
+    "update", "environment_steps", "learning_rate", "policy_loss", "value_loss", "entropy", "approx_kl",
+    "active_clip_fraction", "ratio_outside_fraction", "grad_norm", "epochs_completed", "explained_variance",
+    "training_episode_return", "evaluation_mean", "evaluation_std", "wall_time",
+)
+UPDATE_DIAGNOSTICS = ("policy_loss", "value_loss", "entropy", "approx_kl", "active_clip_fraction",
+                      "ratio_outside_fraction", "grad_norm", "epochs_completed")
+
+
+def run_ppo(
+    config: PPOConfig,
+    *,
+    gae_masks: Callable[..., Any],
+    bootstrap_values: Callable[..., Any],
+    gae_advantages: Callable[..., Any],
+    ppo_update: Callable[..., dict[str, float]],
+    progress: Callable[[dict[str, Any]], None] | None = None,
+) -> dict[str, Any]:
+    """Train an actor–critic with PPO on CartPole under ``config``, with the student's functions.
+
+    Returns a dict: ``final_evaluation_mean`` / ``final_evaluation_std`` / ``final_evaluation_returns`` (greedy
+    evaluation after the last update), ``history`` (one list per key of :data:`HISTORY_KEYS`, one entry per update;
+    ``evaluation_mean``/``evaluation_std`` are NaN where the update was not evaluated), ``environment_steps``,
+    ``wall_time`` (seconds), ``time_split`` (seconds spent in ``environment``, ``acting``, ``update``,
+    ``evaluation``), ``config`` (the config as a dict), ``actor`` and ``critic``. ``progress``, if given, is called
+    with each update's history row, in order, once the row is complete (its evaluation, if any, has run).
+    """
+    if not isinstance(config, PPOConfig):
+        raise ValueError(f"config must be a PPOConfig (see profile_config); got {type(config).__name__}")
+    # On config.torch_threads threads (one by default): tiny networks run fastest so, and float sums keep one order.
+    with torch_threads(config.torch_threads):
+        started = time.perf_counter()
+        timer = {"environment": 0.0, "acting": 0.0, "update": 0.0, "evaluation": 0.0}
+        # Independent random streams for independent purposes, all from the one seed, so that changing one (say,
+        # evaluation) never shifts another: NumPy for the environments and the actions, torch for the rest.
+        names = ("environment", "acting", "initialisation", "shuffling", "evaluation")
+        children = np.random.SeedSequence(config.seed).spawn(len(names))
+        seeds = {name: int(child.generate_state(1, dtype=np.uint32)[0]) for name, child in zip(names, children)}
+        init_generator = torch.Generator().manual_seed(seeds["initialisation"])
+        actor = Actor(OBSERVATION_SIZE, ACTION_COUNT, config.hidden_sizes, init_generator)
+        critic = Critic(OBSERVATION_SIZE, config.hidden_sizes, init_generator)
+        # One optimizer over both networks, so that one gradient-norm clip covers both.
+        optimizer = Adam([*actor.parameters(), *critic.parameters()], lr=config.learning_rate,
+                         eps=config.adam_epsilon)
+        shuffle_generator = torch.Generator().manual_seed(seeds["shuffling"])
+        acting_rng = np.random.default_rng(seeds["acting"])
+        env = CartPoleBatch(config.num_envs, max_episode_steps=config.max_episode_steps)
+        observations, _ = env.reset(seed=seeds["environment"])
+        evaluations = DeferredEvaluation(config.evaluation_episodes, seeds["evaluation"], config.max_episode_steps,
+                                         config.evaluations_per_batch)
+        steps, n = config.rollout_steps, config.num_envs
+        rows: list[dict[str, Any]] = []
+
+        for update in range(1, config.num_updates + 1):
+            # The learning rate falls linearly, from its full value at the first update towards 0 after the last.
+            learning_rate = config.learning_rate
+            if config.anneal_learning_rate:
+                learning_rate *= 1.0 - (update - 1) / config.num_updates
+            for group in optimizer.param_groups:
+                group["lr"] = learning_rate
+
+            # 1. Rollout: `steps` steps of the n environments with the current policy's sampled actions, stored
+            # time-major (row t is step t of every environment). An environment that ends an episode resets itself,
+            # so the next stored observation is the next episode's first: the one that ended the episode is kept
+            # apart, in final_observations (zeros where no episode ended). Termination (the pole fell, the cart
+            # left) and truncation (the time limit) stay apart too: both can hold at once.
+            buffer = np.empty((steps, n, OBSERVATION_SIZE), dtype=np.float32)  # where actions[t] was taken
+            actions = np.empty((steps, n), dtype=np.int64)
+            rewards = np.empty((steps, n))
+            terminated = np.empty((steps, n), dtype=bool)
+            truncated = np.empty((steps, n), dtype=bool)
+            final_observations = np.zeros((steps, n, OBSERVATION_SIZE), dtype=np.float32)
+            episode_returns: list[float] = []
+            policy = PolicySnapshot(actor)  # the actor's weights in NumPy, for acting (see kata.rl.speedups)
+            uniforms = acting_rng.random((steps, n))  # one uniform per action, drawn for the whole rollout at once
+            for t in range(steps):
+                acting_started = time.perf_counter()
+                buffer[t] = observations
+                # Inverse-CDF sampling: the action is how many cumulative probabilities the uniform reaches.
+                cumulative = np.cumsum(policy.probabilities(observations), axis=-1)[:, :-1]
+                actions[t] = (uniforms[t][:, None] >= cumulative).sum(axis=-1)
+                environment_started = time.perf_counter()
+                observations, rewards[t], terminated[t], truncated[t], info = env.step(actions[t])
+                if "final_observation" in info:
+                    done = terminated[t] | truncated[t]
+                    final_observations[t][done] = info["final_observation"][done]
+                    episode_returns.extend(info["episode_returns"][done].tolist())
+                timer["acting"] += environment_started - acting_started
+                timer["environment"] += time.perf_counter() - environment_started
+            steps_done = update * config.batch_size
+
+            # 2. Value everything in one pass without gradient: the old log-probabilities log π_old(a_t|s_t), and
+            # from one critic call V(s_t), V(final observation) where an episode ended, and V(last observation),
+            # where the buffer's last step leads.
+            update_started = time.perf_counter()
+            done = terminated | truncated
+            ended = int(done.sum())
+            with torch.no_grad():
+                flat_observations = torch.from_numpy(buffer.reshape(steps * n, OBSERVATION_SIZE))
+                flat_actions = torch.from_numpy(actions.reshape(-1))
+                old_log_probs = action_log_probs(actor(flat_observations), flat_actions)
+                after = torch.from_numpy(np.concatenate([final_observations[done], observations]))
+                all_values = critic(torch.cat([flat_observations, after]))
+                values = all_values[: steps * n].reshape(steps, n)
+                final_values = torch.zeros(steps, n)
+                final_values[torch.from_numpy(done)] = all_values[steps * n: steps * n + ended]
+                last_values = all_values[steps * n + ended:]
+
+            # 3. GAE, with the student's functions: the flags become GAE's two masks and V(s_{t+1}), then the
+            # advantages; the returns the critic regresses on are advantages + V(s_t).
+            terminated_mask, trace_cuts = gae_masks(torch.from_numpy(terminated), torch.from_numpy(truncated))
+            next_values = bootstrap_values(values, final_values, last_values, torch.from_numpy(terminated),
+                                           torch.from_numpy(truncated))
+            advantages = gae_advantages(torch.from_numpy(rewards).float(), values, next_values, terminated_mask,
+                                        trace_cuts, config.gamma, config.gae_lambda)
+            # Plain float32 data for the update, whatever the student's function returned (NumPy, a tensor with grad).
+            advantages = torch.as_tensor(advantages, dtype=torch.float32).detach()
+            returns = advantages + values
+
+            # 4. PPO's update, the student's function: epochs of shuffled minibatches on the flattened batch.
+            batch = RolloutBatch(observations=flat_observations, actions=flat_actions, old_log_probs=old_log_probs,
+                                 old_values=values.reshape(-1), advantages=advantages.reshape(-1),
+                                 returns=returns.reshape(-1))
+            diagnostics = ppo_update(
+                actor, critic, optimizer, batch,
+                epochs=config.epochs, minibatch_size=config.minibatch_size, clip_epsilon=config.clip_epsilon,
+                value_clip_epsilon=config.value_clip_epsilon, value_coefficient=config.value_coefficient,
+                entropy_coefficient=config.entropy_coefficient, max_grad_norm=config.max_grad_norm,
+                normalize_advantages=config.normalize_advantages, target_kl=config.target_kl,
+                generator=shuffle_generator,
+            )
+            timer["update"] += time.perf_counter() - update_started
+
+            # 5. Log the update. Explained variance 1 - Var(returns - V) / Var(returns): 1 is a perfect critic,
+            # 0 one no better than a constant (NaN if the returns do not vary).
+            returns_variance = float(batch.returns.var(unbiased=False))
+            explained_variance = math.nan if returns_variance == 0.0 else 1.0 - float(
+                (batch.returns - batch.old_values).var(unbiased=False)) / returns_variance
+            row: dict[str, Any] = {
+                "update": update,
+                "environment_steps": steps_done,
+                "learning_rate": learning_rate,
+                **{key: float(diagnostics[key]) for key in UPDATE_DIAGNOSTICS},
+                "explained_variance": explained_variance,
+                "training_episode_return": float(np.mean(episode_returns)) if episode_returns else math.nan,
+                "evaluation_mean": math.nan,
+                "evaluation_std": math.nan,
+                "wall_time": time.perf_counter() - started,
+            }
+            rows.append(row)
+
+            # 6. Every evaluation_every updates, and after the last, evaluate the policy as it is now: greedy
+            # (argmax) actions on evaluation_episodes separate environments, seeded alike every time. The policies
+            # wait and are evaluated together, a few at a time (see kata.rl.speedups); a row is complete once its
+            # evaluation has run.
+            evaluation_started = time.perf_counter()
+            last = update == config.num_updates
+            evaluated = PolicySnapshot(actor) if update % config.evaluation_every == 0 or last else None
+            complete = evaluations.add(row, evaluated, last)
+            timer["evaluation"] += time.perf_counter() - evaluation_started
+            if progress is not None:
+                for complete_row in complete:
+                    progress(complete_row)
+
+    final_returns = evaluations.final_returns
+    return {
+        "final_evaluation_mean": float(final_returns.mean()),
+        "final_evaluation_std": float(final_returns.std()),
+        "final_evaluation_returns": final_returns,
+        "history": {key: [row[key] for row in rows] for key in HISTORY_KEYS},
+        "environment_steps": config.num_updates * config.batch_size,
+        "wall_time": time.perf_counter() - started,
+        "time_split": timer,
+        "config": dataclasses.asdict(config),
+        "actor": actor,
+        "critic": critic,
+    }
+
+
+# ---- several runs ----------------------------------------------------------------------------------------------
+
+
+def evaluation_curve(run: dict[str, Any]) -> tuple[np.ndarray, np.ndarray]:
+    """``(environment_steps, evaluation_mean)`` of one run's evaluated updates only."""
+    history = run["history"]
+    steps = np.asarray(history["environment_steps"], dtype=np.int64)
+    means = np.asarray(history["evaluation_mean"], dtype=np.float64)
+    evaluated = np.isfinite(means)
+    return steps[evaluated], means[evaluated]
+
+
+def late_evaluation_minimum(run: dict[str, Any], fraction: float = 0.2) -> float:
+    """The lowest evaluation mean among those in the last ``fraction`` of the run's environment steps."""
+    steps, means = evaluation_curve(run)
+    late = steps >= (1.0 - fraction) * run["environment_steps"]
+    return float(means[late].min()) if late.any() else math.nan
+
+
+def solved_and_held(run: dict[str, Any], threshold: float = SOLVED_RETURN) -> bool:
+    """The one definition of "solved" used by the tests, the lab, the benchmarks and the guide: the final greedy
+    evaluation reaches ``threshold`` and so does every evaluation in the last fifth of the run's steps."""
+    late = late_evaluation_minimum(run)
+    return bool(run["final_evaluation_mean"] >= threshold and math.isfinite(late) and late >= threshold)
+
+
+def first_step_reaching(run: dict[str, Any], threshold: float = SOLVED_RETURN) -> float:
+    """Environment steps at the first evaluation whose mean reaches ``threshold`` (NaN if none does)."""
+    steps, means = evaluation_curve(run)
+    reached = np.flatnonzero(means >= threshold)
+    return float(steps[reached[0]]) if reached.size else math.nan
+
+
+def aggregate_training_runs(runs: Sequence[dict[str, Any]]) -> dict[str, np.ndarray]:
+    """Evaluation curves of several runs on one step axis, with their median and quartiles.
+
+    ``environment_steps``: int64 ``[S]``, every step count at which some run was evaluated, ascending.
+    ``all_curves``: float64 ``[R, S]``, run r's evaluation mean at that step, NaN where run r has no evaluation
+    there. ``median``, ``q25``, ``q75``: float64 ``[S]`` over the runs evaluated at that step (NaN if none).
+    ValueError if ``runs`` is empty or a run has no ``history``.
+    """
+    if len(runs) == 0:
+        raise ValueError("runs must hold at least one training run (the dicts train_ppo returns)")
+    curves = []
+    for i, run in enumerate(runs):
+        if not isinstance(run, dict) or "history" not in run:
+            raise ValueError(f"runs[{i}] must be a dict returned by train_ppo, with a 'history'")
+        curves.append(evaluation_curve(run))
+    steps = np.unique(np.concatenate([s for s, _ in curves])).astype(np.int64)
+    all_curves = np.full((len(runs), steps.size), np.nan)
+    for r, (run_steps, means) in enumerate(curves):
+        all_curves[r, np.searchsorted(steps, run_steps)] = means
+    quartiles = np.full((3, steps.size), np.nan)
+    for s in range(steps.size):
+        column = all_curves[:, s]
+        column = column[np.isfinite(column)]
+        if column.size:  # never an all-NaN slice: no RuntimeWarning for the lab to print
+            quartiles[:, s] = np.quantile(column, [0.25, 0.5, 0.75])
+    return {
+        "environment_steps": steps,
+        "median": quartiles[1],
+        "q25": quartiles[0],
+        "q75": quartiles[2],
+        "all_curves": all_curves,
+    }

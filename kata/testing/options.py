@@ -1,0 +1,70 @@
+"""pytest plugin: the ``--impl``, ``--mistake`` and ``--variant`` options, known before pytest reads its arguments.
+
+Installed as a ``pytest11`` entry point (``pip install -e .``, which requirements.txt does), and listed in the
+repository's ``conftest.py`` for a checkout that is not installed (there ``-p kata.testing.options`` loads it
+early).
+
+``pytest --impl ~/submissions/student-7``, with the folder outside the repository: pytest decides its rootdir and
+configuration file before any plugin is loaded, from the arguments it does not know, and there it reads the folder as
+a test path: the rootdir becomes the submission, and this repository's ``conftest.py`` and ``pyproject.toml`` are
+never read. ``--impl=PATH`` in one word has no such effect, so a command line that gives a folder as a separate
+argument is run again at once with the two joined (a ``pytest.main`` call, which cannot be restarted, is told to
+join them).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+OPTIONS = ("--impl", "--mistake", "--variant")
+NAMED_PACKAGES = ("exercises", "solutions")  # resolved as packages, never read as paths
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("kata")
+    group.addoption(
+        "--impl",
+        default=None,
+        help="implementation under test: exercises (default, or $KATA_IMPL), solutions, or a folder laid out "
+        "like exercises/",
+    )
+    group.addoption(
+        "--mistake",
+        default=None,
+        help="with --impl solutions: replace one function by a wrong one from mistakes/ (concept/name)",
+    )
+    group.addoption(
+        "--variant",
+        default=None,
+        help="with --impl solutions: replace one function by a valid variant from variants/ (concept/name)",
+    )
+
+
+def joined_impl_arguments(args: list[str]) -> list[str] | None:
+    """``args`` with ``--impl FOLDER`` joined into ``--impl=FOLDER``; None when there is nothing to join."""
+    for index, argument in enumerate(args[:-1]):
+        if argument == "--":
+            return None
+        value = args[index + 1]
+        if argument == "--impl" and value not in NAMED_PACKAGES and Path(value).expanduser().is_dir():
+            return [*args[:index], f"--impl={value}", *args[index + 2:]]
+    return None
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_load_initial_conftests(early_config: pytest.Config) -> None:
+    arguments = list(early_config.invocation_params.args)
+    joined = joined_impl_arguments(arguments)
+    if joined is None:
+        return
+    if sys.argv[1:] != arguments:  # pytest.main(...) inside a program: it cannot be started again
+        raise pytest.UsageError("give the folder as --impl=PATH (one word): pytest would read PATH as a test path")
+    capture = early_config.pluginmanager.getplugin("capturemanager")
+    if capture is not None:  # give the new process the real stdout and stderr, not pytest's capture files
+        capture.stop_global_capturing()
+    sys.stdout.flush()
+    os.execv(sys.executable, [sys.executable, "-m", "pytest", *joined])

@@ -1,0 +1,382 @@
+"""Every Hypothesis strategy the tests use, in one place, each bounded in size and magnitude.
+
+Sections follow the manifest's order. Bounds are part of the contract a test checks: magnitudes stay where float64
+arithmetic is exact enough for the tolerances the tests state.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+
+# ---- shared building blocks ------------------------------------------------------------------------------------
+
+MAX_MAGNITUDE = 100.0
+
+
+def floats(low: float = -MAX_MAGNITUDE, high: float = MAX_MAGNITUDE) -> st.SearchStrategy[float]:
+    """Finite float64 values in [low, high] (no NaN, no infinity, no subnormals)."""
+    return st.floats(low, high, allow_nan=False, allow_infinity=False, allow_subnormal=False)
+
+
+def float_arrays(shape, low: float = -MAX_MAGNITUDE, high: float = MAX_MAGNITUDE) -> st.SearchStrategy[np.ndarray]:
+    return hnp.arrays(np.float64, shape, elements=floats(low, high))
+
+
+def bool_arrays(shape) -> st.SearchStrategy[np.ndarray]:
+    return hnp.arrays(np.bool_, shape, elements=st.booleans())
+
+
+unit_interval = st.floats(0.0, 1.0, allow_nan=False)
+clip_epsilons = st.floats(0.01, 0.5, allow_nan=False)
+
+# ---- 1. reinforce ----------------------------------------------------------------------------------------------
+
+def sample_shapes(max_samples: int = 12) -> st.SearchStrategy[tuple[int, ...]]:
+    """A batch of samples [N], or [B, N] (sequences of per-step samples)."""
+    return st.one_of(st.tuples(st.integers(1, max_samples)), st.tuples(st.integers(1, 3), st.integers(1, 4)))
+
+
+@st.composite
+def surrogate_batches(draw, max_samples: int = 12) -> dict:
+    """Keyword arguments for reinforce_surrogate_loss: log-probabilities <= 0 and advantages of one shape, [N] or
+    [B, N]."""
+    shape = draw(sample_shapes(max_samples))
+    return dict(log_probs=draw(float_arrays(shape, -10.0, 0.0)), advantages=draw(float_arrays(shape, -10.0, 10.0)))
+
+
+@st.composite
+def softmax_policies(draw, max_actions: int = 6) -> tuple[np.ndarray, np.ndarray]:
+    """A one-state softmax policy's logits [K] (2 <= K <= 6, |logit| <= 3) and each action's reward [K]."""
+    actions = draw(st.integers(2, max_actions))
+    return draw(float_arrays((actions,), -3.0, 3.0)), draw(float_arrays((actions,), -10.0, 10.0))
+
+
+@st.composite
+def reward_streams(
+    draw, time_major: bool | None = None, min_steps: int = 1, max_steps: int = 10, max_envs: int = 3
+) -> dict:
+    """Keyword arguments for discounted_reward_to_go: [T] or time-major [T, N] rewards, frequent episode ends, and
+    gamma with the endpoints 0 and 1 drawn often."""
+    batched = draw(st.booleans()) if time_major is None else time_major
+    steps = draw(st.integers(min_steps, max_steps))
+    shape = (steps, draw(st.integers(1, max_envs))) if batched else (steps,)
+    return dict(
+        rewards=draw(float_arrays(shape, -10.0, 10.0)),
+        episode_ends=draw(bool_arrays(shape)),
+        gamma=draw(st.one_of(st.just(1.0), st.just(0.0), unit_interval)),
+    )
+
+
+@st.composite
+def logits_arrays(draw, low: float = -20.0, high: float = 20.0) -> np.ndarray:
+    """Logits [..., K]: 1 or 2 axes, K from 1 to 5 actions, values in [low, high]."""
+    shape = draw(hnp.array_shapes(min_dims=1, max_dims=2, min_side=1, max_side=5))
+    return draw(float_arrays(shape, low, high))
+
+# ---- 2. baselines ----------------------------------------------------------------------------------------------
+
+@st.composite
+def group_rewards(draw, min_group_size: int = 2, max_group_size: int = 6, max_groups: int = 5) -> np.ndarray:
+    """Rewards shaped [groups, G]; groups and G differ often, so a mean over the wrong axis shows."""
+    groups = draw(st.integers(1, max_groups))
+    group_size = draw(st.integers(min_group_size, max_group_size))
+    return draw(float_arrays((groups, group_size), -10.0, 10.0))
+
+# ---- 3. gae ----------------------------------------------------------------------------------------------------
+
+@st.composite
+def gae_batches(
+    draw, time_major: bool | None = None, min_steps: int = 1, max_steps: int = 10, max_envs: int = 3
+) -> dict:
+    """Keyword arguments for gae_advantages: [T] records, or time-major [T, N] when time_major (either if None).
+
+    Cuts are frequent and every terminated record is cut, as the contract requires; gamma and lambda cover [0, 1]
+    with the endpoints drawn often.
+    """
+    batched = draw(st.booleans()) if time_major is None else time_major
+    steps = draw(st.integers(min_steps, max_steps))
+    shape = (steps, draw(st.integers(1, max_envs))) if batched else (steps,)
+    terminated = draw(bool_arrays(shape))
+    trace_cuts = terminated | draw(bool_arrays(shape))
+    return dict(
+        rewards=draw(float_arrays(shape, -10.0, 10.0)),
+        values=draw(float_arrays(shape, -10.0, 10.0)),
+        next_values=draw(float_arrays(shape, -10.0, 10.0)),
+        terminated=terminated,
+        trace_cuts=trace_cuts,
+        gamma=draw(st.one_of(st.just(1.0), st.just(0.0), unit_interval)),
+        gae_lambda=draw(st.one_of(st.just(1.0), st.just(0.0), unit_interval)),
+    )
+
+# ---- 4. clipped_surrogate --------------------------------------------------------------------------------------
+
+@st.composite
+def ppo_batches(draw, max_samples: int = 12) -> dict:
+    """Keyword arguments for clipped_surrogate_terms: clip_epsilon in [0.01, 0.5], old log-probs in [-5, 0], new =
+    old + a shift in [-1, 1] (so ratios fall on both sides of [1 - eps, 1 + eps]) or one of
+    :func:`boundary_log_ratios`, advantages in [-10, 10] with zeros and both signs drawn, of one shape [N] or
+    [B, N]."""
+    shape = draw(sample_shapes(max_samples))
+    epsilon = draw(clip_epsilons)
+    old = draw(float_arrays(shape, -5.0, 0.0))
+    shift = draw(hnp.arrays(np.float64, shape, elements=st.one_of(floats(-1.0, 1.0),
+                                                                 st.sampled_from(boundary_log_ratios(epsilon)))))
+    advantages = draw(hnp.arrays(np.float64, shape, elements=st.one_of(st.just(0.0), floats(-10.0, 10.0))))
+    return dict(new_log_probs=old + shift, old_log_probs=old, advantages=advantages, clip_epsilon=epsilon)
+
+
+def boundary_log_ratios(epsilon: float) -> list[float]:
+    """Log-ratios where a random draw rarely lands and a wrong interval shows: r = e^±ε and the midpoints of the
+    gaps between [1 - ε, 1 + ε] and [e^-ε, e^ε]. Each is at least ε²/4 away from 1 ± ε, so rounding never decides
+    which side of the clip it falls on."""
+    upper, lower = (1.0 + epsilon + np.exp(epsilon)) / 2, (1.0 - epsilon + np.exp(-epsilon)) / 2
+    return [epsilon, -epsilon, float(np.log(upper)), float(np.log(lower))]
+
+
+@st.composite
+def value_batches(draw, max_samples: int = 12) -> dict:
+    """Keyword arguments for clipped_value_loss: old values and returns in [-10, 10], new values within 3 of the old
+    (inside and outside the clip range), one shape [N] or [B, N], clip_epsilon in [0.01, 0.5]."""
+    shape = draw(sample_shapes(max_samples))
+    old = draw(float_arrays(shape, -10.0, 10.0))
+    return dict(values=old + draw(float_arrays(shape, -3.0, 3.0)), old_values=old,
+                returns=draw(float_arrays(shape, -10.0, 10.0)), clip_epsilon=draw(clip_epsilons))
+
+
+@st.composite
+def entropy_batches(draw, max_samples: int = 12) -> np.ndarray:
+    """Per-sample entropies in [0, 2], of shape [N] or [B, N]."""
+    return draw(float_arrays(draw(sample_shapes(max_samples)), 0.0, 2.0))
+
+
+@st.composite
+def categorical_pairs(draw, max_actions: int = 6) -> tuple[np.ndarray, np.ndarray]:
+    """Two categorical distributions over the same K actions (2 <= K <= 6), as logits in [-3, 3]."""
+    actions = draw(st.integers(2, max_actions))
+    return draw(float_arrays((actions,), -3.0, 3.0)), draw(float_arrays((actions,), -3.0, 3.0))
+
+# ---- 5. ppo_cartpole -------------------------------------------------------------------------------------------
+@st.composite
+def rollout_flags(draw, max_steps: int = 8, max_envs: int = 3) -> dict:
+    """``terminated`` and ``truncated`` flags of one rollout, ``[T]`` or time-major ``[T, N]``, every combination
+    (both True included: the pole falls on the time limit's last step)."""
+    steps = draw(st.integers(1, max_steps))
+    shape = (steps, draw(st.integers(1, max_envs))) if draw(st.booleans()) else (steps,)
+    return dict(terminated=draw(bool_arrays(shape)), truncated=draw(bool_arrays(shape)))
+
+
+@st.composite
+def bootstrap_cases(draw, max_steps: int = 8, max_envs: int = 3) -> dict:
+    """Keyword arguments for bootstrap_values: values and final values in [-100, 100] of the flags' shape,
+    last values of the shape without its time axis."""
+    flags = draw(rollout_flags(max_steps, max_envs))
+    shape = flags["terminated"].shape
+    return dict(values=draw(float_arrays(shape)), final_values=draw(float_arrays(shape)),
+                last_values=draw(float_arrays(shape[1:])), **flags)
+
+
+minibatch_layouts = st.tuples(st.integers(1, 70), st.integers(1, 80), st.integers(0, 2**31 - 1))  # batch, mb, seed
+
+cartpole_states = hnp.arrays(  # inside the termination bounds, velocities as large as a falling pole reaches
+    np.float64, 4, elements=floats(-1.0, 1.0)
+).map(lambda u: u * np.array([2.3, 3.0, 0.2, 3.0]))
+
+# ---- 6. response_masks -----------------------------------------------------------------------------------------
+# Token ids 0..7: small, so that EOS and PAD ids turn up inside prompts and junk tails. The structure of a batch
+# (lengths, which tail) is drawn by Hypothesis and shrinks; token contents come from a drawn seed, which keeps a
+# concept's tests within their time budget.
+TOKEN_VOCABULARY = 8
+seeds = st.integers(0, 2**32 - 1)
+
+
+@st.composite
+def response_batches(draw, max_rows: int = 4, max_length: int = 12) -> dict:
+    """Keyword arguments for response_token_mask except include_eos: right-padded rows [prompt | response | tail].
+
+    ``pad_token_id == eos_token_id`` half of the time. Prompts draw from every id (EOS and PAD included); response
+    tokens are neither PAD nor EOS; the tail is padding, or an EOS followed by padding or by junk of any id
+    (nothing after the first EOS may count). Responses may be empty or fill the row without an EOS.
+    """
+    pad = draw(st.sampled_from([0, 1]))
+    eos = draw(st.sampled_from([pad, 2]))
+    words = np.array([token for token in range(TOKEN_VOCABULARY) if token not in (pad, eos)])
+    length = draw(st.integers(2, max_length))
+    rows = draw(st.integers(1, max_rows))
+    random = np.random.default_rng(draw(seeds))
+    input_ids = random.integers(0, TOKEN_VOCABULARY, size=(rows, length))  # prompts and junk: any id
+    prompt_lengths = np.empty(rows, dtype=np.int64)
+    for i in range(rows):
+        prompt_length = draw(st.integers(1, length))
+        size = draw(st.integers(0, length - prompt_length))
+        end = prompt_length + size
+        input_ids[i, prompt_length:end] = random.choice(words, size=size)
+        tail = draw(st.sampled_from(["padding", "eos then padding", "eos then junk"])) if end < length else ""
+        if tail == "padding":
+            input_ids[i, end:] = pad
+        elif tail:
+            input_ids[i, end] = eos
+            if tail == "eos then padding":
+                input_ids[i, end + 1:] = pad
+        prompt_lengths[i] = prompt_length
+    return dict(input_ids=input_ids, prompt_lengths=prompt_lengths, pad_token_id=pad, eos_token_id=eos)
+
+
+@st.composite
+def logits_and_ids(draw, max_rows: int = 3, max_length: int = 6, max_vocabulary: int = 6) -> tuple:
+    """``(logits [B, T, V], input_ids [B, T])`` with T >= 2 and ids in [0, V); logits uniform in [-10, 10]."""
+    rows, length = draw(st.integers(1, max_rows)), draw(st.integers(2, max_length))
+    vocabulary = draw(st.integers(2, max_vocabulary))
+    random = np.random.default_rng(draw(seeds))
+    logits = random.uniform(-10.0, 10.0, size=(rows, length, vocabulary))
+    return logits, random.integers(0, vocabulary, size=(rows, length))
+
+# ---- 7. token_objectives ---------------------------------------------------------------------------------------
+# Values a masked position may hold: extremes of either sign in log space, far beyond exp's float64 range.
+MASKED_EXTREMES = (1e4, -1e4, 50.0, -50.0, 800.0, -800.0)
+
+
+@st.composite
+def token_objective_batches(
+    draw, max_rows: int = 5, max_length: int = 8, equal_lengths: bool = False, allow_empty: bool = True
+) -> dict:
+    """Keyword arguments for masked_token_ppo_terms: [B, L] log-probs, [B] advantages, a 0/1 int64 mask.
+
+    Each row's mask is one run of ones (as response_token_mask gives) at a drawn offset; rows have different
+    lengths unless ``equal_lengths``, and may be empty when ``allow_empty``. Log-probs at response positions are
+    uniform in [-4, 0] (ratios up to e^4 from 1: both the clipped and the unclipped branch bind), advantages in
+    [-5, 5]; masked positions hold moderate junk here, and the tests overwrite them with MASKED_EXTREMES.
+    """
+    rows, length = draw(st.integers(1, max_rows)), draw(st.integers(1, max_length))
+    minimum = 0 if allow_empty and not equal_lengths else 1
+    shared = draw(st.integers(minimum, length))
+    mask = np.zeros((rows, length), dtype=np.int64)
+    for i in range(rows):
+        size = shared if equal_lengths else draw(st.integers(minimum, length))
+        start = draw(st.integers(0, length - size))
+        mask[i, start:start + size] = 1
+    random = np.random.default_rng(draw(seeds))
+    response = mask == 1
+    new, old = (np.where(response, random.uniform(-4.0, 0.0, mask.shape), random.uniform(-100.0, 100.0, mask.shape))
+                for _ in range(2))
+    return dict(
+        new_log_probs=new,
+        old_log_probs=old,
+        advantages=random.uniform(-5.0, 5.0, rows),
+        mask=mask,
+        clip_epsilon=draw(clip_epsilons),
+    )
+
+# ---- 8. rloo_loop ----------------------------------------------------------------------------------------------
+
+@st.composite
+def sequence_batches(
+    draw, max_rows: int = 5, max_prompt_length: int = 3, max_response_length: int = 5, min_rows: int = 1
+) -> dict:
+    """Rows ``[BOS, prompt symbols | answer symbols, EOS?, PAD...]`` of the sequence task's vocabulary.
+
+    Returns ``input_ids`` (int64 ``[B, T]``), ``prompt_lengths`` (int64 ``[B]``) and ``response_lengths`` (int64
+    ``[B]``: response tokens, EOS included, so the response's label columns are ``P - 1 .. P - 2 + n``). Every row
+    has at least one response token; some end with EOS, some are cut without one; padding lengths differ. The
+    lengths are drawn (and shrunk) by Hypothesis; which symbols fill them comes from one drawn seed, which keeps
+    each example cheap to generate.
+    """
+    from kata.rl.sequence_task import ANSWER_TOKEN_IDS, BOS_ID, EOS_ID, PAD_ID, PROMPT_TOKEN_IDS
+
+    rows = draw(st.integers(min_rows, max_rows))
+    prompt_lengths = np.array(draw(st.lists(st.integers(1, max_prompt_length), min_size=rows, max_size=rows)))
+    symbols = np.array(draw(st.lists(st.integers(0, max_response_length - 1), min_size=rows, max_size=rows)))
+    ended = np.array(draw(st.lists(st.booleans(), min_size=rows, max_size=rows))) | (symbols == 0)
+    response_lengths = symbols + ended
+    width = int((prompt_lengths + response_lengths).max()) + draw(st.integers(0, 2))
+    rng = np.random.default_rng(draw(st.integers(0, 2**16)))
+    input_ids = np.full((rows, width), PAD_ID, dtype=np.int64)
+    for i in range(rows):
+        prompt = [BOS_ID, *rng.choice(PROMPT_TOKEN_IDS, size=prompt_lengths[i] - 1)]
+        response = [*rng.choice(ANSWER_TOKEN_IDS, size=symbols[i])] + ([EOS_ID] if ended[i] else [])
+        input_ids[i, : len(prompt) + len(response)] = prompt + response
+    return dict(
+        input_ids=input_ids,
+        prompt_lengths=prompt_lengths.astype(np.int64),
+        response_lengths=response_lengths.astype(np.int64),
+    )
+
+
+@st.composite
+def prompt_major_rewards(draw, max_prompts: int = 4, max_group_size: int = 6, verifier_values: bool | None = None):
+    """``(rewards [prompts * G], G)``: prompt-major groups, verifier-like values (k/3) or bounded floats."""
+    prompts = draw(st.integers(1, max_prompts))
+    group_size = draw(st.integers(2, max_group_size))
+    discrete = draw(st.booleans()) if verifier_values is None else verifier_values
+    elements = st.sampled_from([0.0, 1 / 3, 2 / 3, 1.0]) if discrete else floats(-10.0, 10.0)
+    return draw(hnp.arrays(np.float64, (prompts * group_size,), elements=elements)), group_size
+
+
+sampling_cases = st.fixed_dictionaries(
+    dict(
+        seed=st.integers(0, 2**16),
+        rows=st.integers(1, 8),
+        prompt_length=st.integers(1, 3),
+        max_new_tokens=st.integers(1, 6),
+        eos_bias=floats(-2.0, 3.0),
+    )
+)
+
+# ---- probes for `kata diagnose` --------------------------------------------------------------------------------
+# Inputs the diagnosis runs a function, the reference and the catalogued mistakes on (kata/catalogue/probes.py draws
+# each once, with a fixed seed). Functions whose tests build their inputs inline get their probe strategies here.
+
+ppo_loss_cases = st.fixed_dictionaries(
+    dict(policy_loss=floats(-10.0, 10.0), value_loss=floats(0.0, 10.0), entropy=entropy_batches(),
+         value_coefficient=floats(0.0, 2.0), entropy_coefficient=floats(0.001, 0.1))
+)
+
+simulation_cases = st.fixed_dictionaries(dict(group_size=st.integers(2, 6), groups=st.integers(2, 64), seed=seeds))
+
+# Batches of at least 8 samples: drawn with replacement, 8 indices form a permutation with probability 8!/8^8 < 0.3 %.
+probe_minibatch_layouts = st.tuples(st.integers(8, 70), st.integers(1, 80), st.integers(0, 2**31 - 1))
+
+# ppo_update on seeded networks and batch (CartPole sizes): entropy bonus on or off, the gradient-norm clip binding
+# or not.
+update_cases = st.fixed_dictionaries(
+    dict(seed=st.integers(0, 2**16), size=st.integers(4, 24), epochs=st.integers(2, 3),
+         entropy_coefficient=st.sampled_from([0.05, 0.0]), max_grad_norm=st.sampled_from([0.05, 100.0]))
+)
+
+@st.composite
+def sequence_loss_cases(draw) -> dict:
+    """Keyword arguments for sequence_policy_loss: a sequence batch, seeded logits ``[B, T, V]`` in [-3, 3], old
+    log-probs ``[B, T - 1]`` in [-3, 0], advantages in [-2, 2], a clip range and a reduction."""
+    from kata.rl.sequence_task import VOCAB_SIZE
+
+    batch = draw(sequence_batches())
+    rows, width = batch["input_ids"].shape
+    random = np.random.default_rng(draw(seeds))
+    return dict(
+        logits=random.uniform(-3.0, 3.0, size=(rows, width, VOCAB_SIZE)),
+        input_ids=batch["input_ids"],
+        prompt_lengths=batch["prompt_lengths"],
+        old_log_probs=random.uniform(-3.0, 0.0, size=(rows, width - 1)),
+        advantages=random.uniform(-2.0, 2.0, size=rows),
+        clip_epsilon=draw(clip_epsilons),
+        reduction=draw(st.sampled_from(["token_mean", "sequence_mean", "sequence_sum_mean"])),
+    )
+
+
+@st.composite
+def iteration_cases(draw) -> dict:
+    """One rloo_iteration on a seeded policy: prompt-major groups (1-2 prompts, G = 2 or 3) of sequence rows,
+    rewards in [0, 1], 2 or 3 epochs, a reduction."""
+    prompts, group_size = draw(st.integers(1, 2)), draw(st.integers(2, 3))
+    batch = draw(sequence_batches(min_rows=prompts * group_size, max_rows=prompts * group_size))
+    return dict(
+        seed=draw(st.integers(0, 2**16)),
+        input_ids=batch["input_ids"],
+        prompt_lengths=batch["prompt_lengths"],
+        rewards=draw(float_arrays((prompts * group_size,), 0.0, 1.0)),
+        group_size=group_size,
+        ppo_epochs=draw(st.integers(2, 3)),
+        clip_epsilon=draw(clip_epsilons),
+        reduction=draw(st.sampled_from(["token_mean", "sequence_mean", "sequence_sum_mean"])),
+    )

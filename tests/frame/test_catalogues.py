@@ -1,0 +1,82 @@
+"""The mistake and variant catalogues: files and manifest agree, each entry says what it is, and the runner asks for
+what the profiles promise (fresh seeds for random profiles, no shrinking, no example database)."""
+
+from __future__ import annotations
+
+import ast
+
+import pytest
+from hypothesis import Phase, settings
+
+from kata.catalogue.runs import Run, catalogue_entries, catalogue_problems, hypothesis_profile
+from kata.concepts.impl import CATALOGUES
+from kata.concepts.manifest import CONCEPTS
+
+pytestmark = pytest.mark.frame
+NAMES = [c.name for c in CONCEPTS]
+
+
+def test_mistake_files_and_manifest_agree():
+    assert catalogue_problems("mistake", NAMES, lambda c: (m.name for m in c.mistakes)) == [], (
+        "every mistake listed in kata/concepts/manifest.py has its file under mistakes/, and every file is listed")
+
+
+def test_variant_files_and_manifest_agree():
+    assert catalogue_problems("variant", NAMES, lambda c: (v.name for v in c.variants)) == [], (
+        "every variant listed in kata/concepts/manifest.py has its file under variants/, and every file is listed")
+
+
+def test_every_variant_says_why_it_is_valid():
+    for entry in catalogue_entries("variant", NAMES):
+        path = CATALOGUES["variant"] / f"{entry}.py"
+        docstring = ast.get_docstring(ast.parse(path.read_text()))
+        assert docstring and ("Valid" in docstring or "valid" in docstring), (
+            f"{path}: a variant's docstring must say why it is valid"
+        )
+
+
+def test_a_listed_file_that_is_missing_is_a_problem():
+    problems = catalogue_problems("variant", ["gae"], lambda c: ("no_such_variant", *(v.name for v in c.variants)))
+    assert problems == ["gae/no_such_variant: listed in kata/concepts/manifest.py but variants/gae/no_such_variant.py "
+                        "is missing"], f"a listed variant without its file is reported by name and path: {problems}"
+
+
+@pytest.mark.parametrize("name", ["dev", "ci", "thorough"])
+def test_no_shrink_profiles_keep_the_examples_and_drop_shrinking_and_the_database(name):
+    profile = settings.get_profile(hypothesis_profile(name, shrink=False))
+    parent = settings.get_profile(name)
+    assert profile.max_examples == parent.max_examples and profile.derandomize == parent.derandomize, (
+        f"no-shrink keeps {name}'s examples, derandomisation: {profile.max_examples}, {profile.derandomize}")
+    assert Phase.shrink not in profile.phases and profile.database is None, (
+        f"{name}-no-shrink drops shrinking and the example database: {profile.phases}, {profile.database!r}")
+
+
+def test_a_run_names_its_seed_its_entry_and_whether_slow_tests_run():
+    mistake = Run("mistake", "gae/lambda_not_applied", "dev-no-shrink", seed=123)
+    arguments = mistake.arguments("solutions")
+    assert "--mistake=gae/lambda_not_applied" in arguments and "--hypothesis-seed=123" in arguments, (
+        f"a mistake run asks for its entry and its seed: {arguments}")
+    assert arguments[arguments.index("-m") + 1] == "gae and not slow" and "-x" in arguments, (
+        f"a mistake run selects its concept's fast tests and stops at the first failure (-x): {arguments}")
+    variant = Run("variant", "gae/discount_matrix", "ci-no-shrink", slow=True)
+    arguments = variant.arguments("solutions")
+    assert arguments[arguments.index("-m") + 1] == "gae" and "-x" not in arguments, (
+        f"a slow variant run selects all its concept's tests and runs them all (no -x): {arguments}")
+    assert not any(a.startswith("--hypothesis-seed") for a in arguments), (
+        f"a run without a seed leaves Hypothesis its own seed: {arguments}")
+
+
+def test_a_run_asks_for_the_report_its_first_message_is_read_from(tmp_path):
+    from kata.catalogue.runs import Outcome, _first_message
+
+    run = Run("mistake", "gae/lambda_not_applied", "ci-no-shrink")
+    report = tmp_path / "report.json"
+    assert f"--kata-report={report}" in run.arguments("solutions", str(report)), (
+        "a run given a report file asks kata.testing.progress to write it")
+    assert not any(a.startswith("--kata-report") for a in run.arguments("solutions")), (
+        "a run given no report file asks for none")
+    report.write_text('{"concepts": {"gae": {"message": "AssertionError: lambda weighs each later TD error"}}}')
+    assert _first_message(run, str(report)) == "AssertionError: lambda weighs each later TD error", (
+        "the first message is the run's concept's message in the report")
+    assert _first_message(run, str(tmp_path / "missing.json")) == "", "no report, no message (never an error)"
+    assert Outcome(run, 1, "", 0.1).first_message == "", "an outcome without a report has no first message"

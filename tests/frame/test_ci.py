@@ -1,0 +1,40 @@
+"""The repository's promises about installation and CI, checked where they are written."""
+
+from __future__ import annotations
+
+import re
+import tomllib
+
+import pytest
+
+from kata.concepts.impl import REPOSITORY_ROOT as ROOT
+
+pytestmark = pytest.mark.frame
+
+
+def ci_variable(name: str) -> str:
+    match = re.search(rf"^{name}='([^']*)'$", (ROOT / ".ci" / "run").read_text(), flags=re.MULTILINE)
+    assert match, f".ci/run must define {name}='...'"
+    return match.group(1)
+
+
+def test_readme_opens_with_the_two_commands_ci_runs():
+    readme = (ROOT / "README.md").read_text()
+    setup, tests = ci_variable("SETUP"), ci_variable("TESTS")
+    assert f"{setup} && .venv/bin/kata lab --impl solutions" in readme, "README's lab command must use .ci/run's SETUP"
+    assert f"{setup} && {tests}" in readme, "README's test command must be .ci/run's SETUP && TESTS"
+
+
+def test_torch_is_pinned_to_its_cpu_build():
+    requirements = (ROOT / "requirements.txt").read_text().splitlines()
+    assert "torch==2.13.0" in requirements, "requirements.txt must pin the CPU build's release"
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    torch = [d for d in project["dependencies"] if d.startswith("torch")]
+    assert torch == ["torch>=2.4,<=2.13.0"], ("pyproject must not admit a newer torch than the pinned CPU build, nor "
+                                             "one older than 2.4, whose fused Adam has no CPU kernel")
+
+
+def test_ci_treats_no_tests_as_a_failure():
+    run = (ROOT / ".ci" / "run").read_text()
+    assert '"$status" -eq 5' in run and "exit 1" in run, (
+        "`.ci/run` turns pytest's exit status 5 (no tests collected) into a failure (exit 1)")

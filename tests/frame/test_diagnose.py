@@ -1,0 +1,191 @@
+"""`kata diagnose`: a catalogued mistake is named, the reference, a valid variant and a stub get no diagnosis, and a
+function wrong in another way as well gets none (a wrong accusation is worse than silence).
+
+The whole catalogue's recall and precision are measured by ``python -m kata.catalogue.diagnose --evaluate`` (a CI step);
+these tests pin the kinds of probe: values, gradients (detach contracts), random streams, private helpers and loops.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import textwrap
+
+import pytest
+
+from kata.catalogue import diagnose as diagnosis
+from kata.concepts.impl import REPOSITORY_ROOT, load
+from kata.concepts.manifest import CONCEPTS, concept
+from kata.catalogue.probes import PROBES, agree
+
+pytestmark = pytest.mark.frame
+
+
+@pytest.fixture(scope="module")
+def catalogue():
+    return diagnosis.Catalogue()
+
+
+@pytest.mark.parametrize("mistake", [
+    "gae/truncation_as_termination",  # values
+    "reinforce/advantages_not_detached",  # the same values, a gradient where there must be none
+    "clipped_surrogate/old_log_probs_not_detached",
+    "ppo_cartpole/minibatches_with_replacement",  # a random stream: observed as sizes and "is a permutation"
+    "ppo_cartpole/no_gradient_clipping",  # a private helper, seen through ppo_update
+    "rloo_loop/sampling_from_the_first_position",  # a sampler: greedy rows
+    "rloo_loop/old_log_probs_not_frozen",  # a loop: seen in its result and the parameters after it
+])
+def test_a_catalogued_mistake_is_named(catalogue, mistake):
+    owner = concept(mistake.partition("/")[0])
+    diagnoses = diagnosis.diagnose(load("solutions", mistake=mistake), [owner], catalogue)
+    named = {d.mistake for d in diagnoses}
+    assert named == {mistake}, f"binding {mistake} into the reference must be diagnosed as it alone; got {diagnoses}"
+    assert all(d.matched == d.probes > 0 for d in diagnoses), "a diagnosis holds on every distinguishing probe"
+
+
+def test_the_reference_a_variant_and_the_stubs_get_no_diagnosis(catalogue, tmp_path):
+    assert diagnosis.diagnose(load("solutions"), CONCEPTS, catalogue) == [], "the reference is never diagnosed"
+    variant = load("solutions", variant="ppo_cartpole/argsort_permutation")
+    assert diagnosis.diagnose(variant, CONCEPTS, catalogue) == [], (
+        "a valid variant drawing its permutation from another random stream must not be accused")
+    stubs = tmp_path / "stubs"
+    shutil.copytree(REPOSITORY_ROOT / "exercises", stubs)  # a copy: the checkout's exercises/ may be filled in
+    assert diagnosis.diagnose(load(stubs), CONCEPTS, catalogue) == [], "a stub (NotImplementedError) is not diagnosed"
+
+
+TWO_MISTAKES = '''
+import torch
+from kata.concepts.arrays import like_inputs
+from kata.concepts.contracts.gae import gae_inputs
+
+
+def gae_advantages(rewards, values, next_values, terminated, trace_cuts, gamma, gae_lambda):
+    """Truncation taken for termination AND lambda ignored: two misunderstandings at once."""
+    x = gae_inputs(rewards, values, next_values, terminated, trace_cuts, gamma, gae_lambda)
+    carries = (~x.trace_cuts).to(x.rewards.dtype)
+    deltas = x.rewards + x.gamma * x.next_values * carries - x.values
+    advantages, following = [], torch.zeros_like(deltas[0])
+    for t in reversed(range(deltas.shape[0])):
+        following = deltas[t] + x.gamma * carries[t] * following
+        advantages.insert(0, following)
+    return like_inputs(torch.stack(advantages), rewards, values, next_values)
+'''
+
+VECTORISED_TRUNCATION = '''
+import numpy as np
+from kata.concepts.contracts.gae import gae_inputs
+
+
+def gae_advantages(rewards, values, next_values, terminated, trace_cuts, gamma, gae_lambda):
+    """The truncation mistake written another way: NumPy, float64 throughout, a discount matrix."""
+    x = gae_inputs(rewards, values, next_values, terminated, trace_cuts, gamma, gae_lambda)
+    cut = x.trace_cuts.numpy()
+    deltas = x.rewards.numpy() + x.gamma * x.next_values.numpy() * (~cut) - x.values.numpy()
+    result = np.zeros_like(deltas)
+    following = np.zeros_like(deltas[0])
+    for t in range(len(deltas) - 1, -1, -1):
+        following = deltas[t] + x.gamma * x.gae_lambda * (~cut[t]) * following
+        result[t] = following
+    return result
+'''
+
+
+def submission(tmp_path, name, gae_source):
+    folder = tmp_path / name
+    shutil.copytree(REPOSITORY_ROOT / "solutions", folder)
+    (folder / "gae.py").write_text(textwrap.dedent(gae_source))
+    return load(folder)
+
+
+def test_another_way_of_writing_the_mistake_is_named_and_two_mistakes_at_once_are_not(catalogue, tmp_path):
+    [named] = diagnosis.diagnose(submission(tmp_path, "vectorised", VECTORISED_TRUNCATION), [concept("gae")],
+                                 catalogue)
+    assert named.mistake == "gae/truncation_as_termination", "the diagnosis is by behaviour, not by code"
+    [silent] = diagnosis.diagnose(submission(tmp_path, "two", TWO_MISTAKES), [concept("gae")], catalogue)
+    assert silent.function == "gae_advantages" and silent.mistake is None, (
+        "code that differs from every catalogued mistake somewhere must get no diagnosis")
+
+
+def test_json_and_the_student_sentence(capsys):
+    code = diagnosis.main(["gae", "--impl", "solutions", "--mistake", "gae/lambda_not_applied", "--json"])
+    report = json.loads(capsys.readouterr().out)
+    assert code == 0 and report == {"diagnoses": [
+        {"concept": "gae", "function": "gae_advantages", "mistake": "gae/lambda_not_applied",
+         "matched": report["diagnoses"][0]["probes"], "probes": report["diagnoses"][0]["probes"]}]}, (
+        f"--json exits 0 and gives the one diagnosis with every probe matched: {code}, {report}")
+    sentence = diagnosis.Diagnosis(**report["diagnoses"][0]).sentence()
+    assert sentence.startswith("your gae_advantages behaves like the catalogued mistake 'the recursion decays by "
+                               "gamma only, ignoring lambda' on "), (
+        f"the sentence names the function and the catalogued misunderstanding: {sentence!r}")
+    assert sentence.endswith("probes: GUIDE.md §3, `kata hint gae --level 3`"), (
+        f"the sentence ends with the probe count and where the hint is: {sentence!r}")
+
+
+def test_every_mistake_points_at_an_existing_hint():
+    for c in CONCEPTS:
+        for mistake in c.mistakes:
+            assert 1 <= mistake.hint <= len(c.hints), f"{c.name}/{mistake.name}: hint level {mistake.hint}"
+
+
+def test_probes_are_drawn_once_and_always_the_same():
+    probe = PROBES["gae_advantages"]
+    first = probe.cases()
+    again = probe.draw_cases()
+    assert len(first) == len(again) and all(
+        agree(tuple(a[k] for k in sorted(a)), tuple(b[k] for k in sorted(b)), 0.0, 0.0) for a, b in zip(first, again)
+    ), "the probes must not depend on what was drawn or imported before"
+
+
+def test_every_export_is_probed_or_says_why_not():
+    from kata.catalogue.probes import UNPROBED
+
+    for c in CONCEPTS:
+        for name in c.exports:
+            assert (name in PROBES) != (name in UNPROBED), f"{name}: probed, or listed in UNPROBED with a reason"
+            assert name not in PROBES or PROBES[name].concept == c.name, (
+                f"{name} is probed under {PROBES[name].concept!r}, not under its concept {c.name!r}")
+
+
+def test_evaluate_one_concept(catalogue, capsys):
+    scores = diagnosis.evaluate([concept("baselines")], catalogue)
+    assert diagnosis.passes(scores) and scores[0].recall == 1.0 and scores[0].precision == 1.0, capsys.readouterr().out
+
+
+def test_only_started_modules_are_worth_a_diagnosis(tmp_path):
+    from kata.student import status
+
+    shutil.copy2(REPOSITORY_ROOT / "exercises" / "gae.py", tmp_path / "gae.py")  # untouched
+    shutil.copy2(REPOSITORY_ROOT / "solutions" / "baselines.py", tmp_path / "baselines.py")  # written
+    assert status.started(tmp_path, ["gae", "baselines"], REPOSITORY_ROOT / "solutions") == ["baselines"], (
+        "an untouched stub is left out of the diagnosis; a written module is kept")
+
+
+def test_check_adds_one_line_per_diagnosed_function_and_nothing_otherwise(monkeypatch, capsys):
+    from kata import cli
+    from kata.student import status
+
+    def never(spec, names):
+        raise AssertionError("an untouched stub is not diagnosed: no process is started for it")
+
+    monkeypatch.setattr(diagnosis, "diagnose_in_subprocess", never)
+    monkeypatch.setattr(status, "started", lambda folder, names, reference: [])
+    cli._print_diagnoses(concept("gae"))
+    assert capsys.readouterr().out == "", "an untouched stub gets no diagnosis line"
+
+    monkeypatch.setattr(status, "started", lambda folder, names, reference: list(names))  # the student wrote gae
+    found = [diagnosis.Diagnosis("gae", "gae_advantages", "gae/truncation_as_termination", 7, 7),
+             diagnosis.Diagnosis("gae", "gae_advantages", None, 3, 9)]
+    monkeypatch.setattr(diagnosis, "diagnose_in_subprocess", lambda spec, names: found)
+    cli._print_diagnoses(concept("gae"))
+    lines = capsys.readouterr().out.splitlines()
+    assert lines == [found[0].sentence()], "one line per named mistake; silence where none is named"
+    monkeypatch.setattr(diagnosis, "diagnose_in_subprocess", lambda spec, names: [])
+    cli._print_diagnoses(concept("gae"))
+    assert capsys.readouterr().out == "", "no diagnosis prints nothing"
+
+
+def test_a_child_process_diagnoses_submitted_code():
+    [found] = diagnosis.diagnose_in_subprocess("solutions", ["gae"], extra=("--mistake", "gae/lambda_not_applied"))
+    assert found.mistake == "gae/lambda_not_applied", (
+        f"the child process names the mistake bound into the reference: {found}")
+    assert diagnosis.diagnose_in_subprocess("solutions", ["gae"], timeout=0.01) == [], "no answer in time: none"
