@@ -27,7 +27,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import torch  # noqa: E402
 
 from kata.concepts import impl as implementations  # noqa: E402
-from kata.lab import plan_for, sections  # noqa: E402
+from kata.lab import sections  # noqa: E402
+from kata.lab.plan import plan_for  # noqa: E402
 from kata.concepts.manifest import PROFILES  # noqa: E402
 from kata.rl.ppo import first_step_reaching, late_evaluation_minimum, solved_and_held  # noqa: E402
 

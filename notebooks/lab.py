@@ -39,7 +39,8 @@ import numpy as np
 
 from kata.lab import plots
 from kata.concepts.impl import load
-from kata.lab import plan_for, sections
+from kata.lab import sections
+from kata.lab.plan import plan_for
 from kata.lab.plan import GAE_EXAMPLE, MASK_EXAMPLE
 
 PACKAGE = os.environ.get("KATA_LAB_IMPL", "solutions")  # "solutions", "exercises", or a folder's path

@@ -23,10 +23,8 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
@@ -168,29 +166,8 @@ def diagnose_in_subprocess(spec: str, concept_names: list[str], *, timeout: floa
         report = json.loads(completed.stdout) if completed.returncode == 0 else {}
     except (subprocess.TimeoutExpired, json.JSONDecodeError):
         return []
-    return [Diagnosis(**entry) for entry in report.get("diagnoses", [])]
-
-
-def diagnose_submission(submission: Path, concept_names: list[str], *, prefix: Sequence[str] = (),
-                        repository: Path = REPOSITORY_ROOT, reference: Path | None = None,
-                        timeout: float = DIAGNOSE_TIMEOUT) -> list[Diagnosis]:
-    """:func:`diagnose_in_subprocess` for someone else's code (``kata grade``): the child runs in a throwaway copy of
-    what a diagnosis needs (the ``kata`` package, tests/ for the strategies, the reference ``reference`` as
-    solutions/, mistakes/) on a copy of the submission's Python files, both deleted afterwards. Code that writes
-    where it finds itself, or beside ``kata``, changes only those copies: never this repository, the submission
-    handed in, or what the next submission is diagnosed against."""
-    from kata.grading import workspace
-
-    reference = reference if reference is not None else repository / REFERENCE
-    if not (repository / "mistakes").is_dir():
-        return []  # no catalogue to diagnose against
-    with tempfile.TemporaryDirectory(prefix="kata-diagnose-") as scratch_name:
-        scratch = Path(scratch_name)
-        copy = workspace.repository_copy(scratch / "repository", repository)
-        shutil.copytree(reference, copy / REFERENCE, ignore=workspace.NOT_COPIED)
-        shutil.copytree(repository / "mistakes", copy / "mistakes", ignore=workspace.NOT_COPIED)
-        student = workspace.submission_files(submission, scratch / "submission")
-        return diagnose_in_subprocess(str(student), concept_names, prefix=prefix, cwd=copy, timeout=timeout)
+    fields = Diagnosis.__dataclass_fields__
+    return [Diagnosis(**{key: entry[key] for key in fields}) for entry in report.get("diagnoses", [])]
 
 
 # ---- measuring the diagnosis on the catalogues ---------------------------------------------------------------------
@@ -308,7 +285,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     diagnoses = diagnose(implementation, concepts, catalogue)
     if args.json:
-        print(json.dumps({"diagnoses": [asdict(d) for d in diagnoses]}))
+        print(json.dumps({"diagnoses": [{**asdict(d), "sentence": d.sentence()} for d in diagnoses]}))
         return 0
     if not diagnoses:
         print("No probed function behaves differently from the reference (stubs are not diagnosed).")

@@ -27,6 +27,7 @@ is never overwritten.
 
 from __future__ import annotations
 
+import argparse
 import difflib
 import re
 from collections.abc import Sequence
@@ -35,6 +36,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from kata.concepts.impl import REPOSITORY_ROOT
+from kata.concepts.arguments import concept_argument
 from kata.concepts.manifest import CONCEPTS, Concept
 
 BEGIN_SOLUTION, END_SOLUTION = "# BEGIN SOLUTION", "# END SOLUTION"
@@ -181,9 +183,32 @@ def main(concepts: Sequence[Concept] = (), check_only: bool = False, force: bool
     return check(stubs) if check_only else write(stubs, force=force)
 
 
+DESCRIPTION = (
+    "Write each stub exercises/CONCEPT.py from solutions/CONCEPT.py, whose # BEGIN SOLUTION / # END SOLUTION blocks "
+    "are left out and whose # BEGIN STUB / # END STUB blocks are uncommented (CONTRIBUTING.md, 'A stub'). A stub "
+    "that differs from what would be written is left alone unless --force.")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options of ``kata stubs`` (and of ``python -m kata.catalogue.stubs``)."""
+    names = ", ".join(c.name for c in CONCEPTS)
+    parser.add_argument("concepts", nargs="*", type=concept_argument, metavar="CONCEPT",
+                        help=f"one of: {names} (default: all)")
+    mode = parser.add_mutually_exclusive_group()
+    mode.add_argument("--check", action="store_true",
+                      help="write nothing; exit 1 and show the difference if a stub is not what solutions/ gives")
+    mode.add_argument("--force", action="store_true",
+                      help="overwrite a stub that differs, keeping a copy beside it (<file>.bak-<UTC time>)")
+
+
+def command(args: argparse.Namespace) -> int:
+    """``kata stubs``: write the stubs, or with ``--check`` only compare them."""
+    return main(args.concepts, check_only=args.check, force=args.force)
+
+
 if __name__ == "__main__":
     import sys
 
-    from kata.cli import main as kata_main
-
-    sys.exit(kata_main(["stubs", *sys.argv[1:]]))
+    parser = argparse.ArgumentParser(prog="python -m kata.catalogue.stubs", description=DESCRIPTION)
+    add_arguments(parser)
+    sys.exit(command(parser.parse_args()))

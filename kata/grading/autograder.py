@@ -33,8 +33,9 @@ import zipfile
 from collections.abc import Sequence
 from pathlib import Path
 
-from kata.grading.grader import DEFAULT_TIMEOUT, Grader, error_result
-from kata.grading.results import SubmissionResult, to_gradescope, write_atomically
+from kata.grading.grader import Grader
+from kata.grading.results import SubmissionResult, error_result, to_gradescope, write_atomically
+from kata.testing.limits import DEFAULT_TEST_TIMEOUT
 from kata.concepts.impl import REPOSITORY_ROOT
 from kata.concepts.manifest import CONCEPTS, concept
 
@@ -81,7 +82,7 @@ def requirements(repository: Path = REPOSITORY_ROOT) -> str:
     return "\n".join([*pinned, *others]) + "\n"
 
 
-def build(out: Path, *, timeout: float = DEFAULT_TIMEOUT, include_slow: bool = True,
+def build(out: Path, *, timeout: float = DEFAULT_TEST_TIMEOUT, include_slow: bool = True,
           concepts: Sequence[str] | None = None, repository: Path = REPOSITORY_ROOT) -> Path:
     """Write the autograder zip to ``out``: setup.sh and run_autograder at its root, the grader's sources beside."""
     out = Path(out)
@@ -129,7 +130,7 @@ def run(root: Path) -> dict:
     source = root / "source"
     settings = json.loads((source / SETTINGS).read_text()) if (source / SETTINGS).exists() else {}
     concepts = [concept(name) for name in settings.get("concepts", [c.name for c in CONCEPTS])]
-    grader = Grader(concepts=concepts, timeout=float(settings.get("timeout", DEFAULT_TIMEOUT)),
+    grader = Grader(concepts=concepts, timeout=float(settings.get("timeout", DEFAULT_TEST_TIMEOUT)),
                     include_slow=bool(settings.get("include_slow", True)), repository=source,
                     diagnose=(source / "mistakes").is_dir())  # a failed concept's output names its misconception
     with tempfile.TemporaryDirectory(prefix="kata-autograder-") as scratch:

@@ -15,12 +15,10 @@ import signal
 import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor, wait
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from kata.grading.grader import Grader, GradingStopped
 from kata.grading.results import SubmissionResult, error_result, not_graded, printable, write_reports
-
-if TYPE_CHECKING:
-    from kata.grading.grader import Grader
 
 
 def grade_all(
@@ -115,10 +113,6 @@ def run_batch(
             signal.signal(signal.SIGTERM, previous)
         write_reports(results, **reports)
     return results, interrupted
-
-
-class GradingStopped(Exception):
-    """Raised inside a grading thread once the batch was interrupted."""
 
 
 class GradingInterrupted(KeyboardInterrupt):

@@ -11,13 +11,12 @@ import textwrap
 from pathlib import Path
 
 from kata.concepts.arguments import concept_argument, positive_float, positive_int
-from kata.grading.grader import DEFAULT_TIMEOUT
+from kata.testing.limits import DEFAULT_TEST_TIMEOUT
 from kata.concepts.manifest import CONCEPTS
 
 
 def cmd_grade(args: argparse.Namespace) -> int:
-    from kata.grading import grader as grade
-    from kata.grading import batch as grade_batch
+    from kata.grading import batch, grader, results
 
     if not args.submissions:
         print("kata grade: no SUBMISSION given: grading your own ./exercises", file=sys.stderr)
@@ -33,7 +32,7 @@ def cmd_grade(args: argparse.Namespace) -> int:
     concepts = args.concepts or list(CONCEPTS)
     cores = os.cpu_count() or 1
     jobs = max(1, min(args.jobs or cores, len(submissions)))
-    grader = grade.Grader(
+    grading = grader.Grader(
         concepts=concepts,
         timeout=args.timeout,
         watchdog=args.watchdog,
@@ -43,27 +42,27 @@ def cmd_grade(args: argparse.Namespace) -> int:
         diagnose=True,
     )
     print(f"kata grade: {len(submissions)} submission(s), {jobs} at a time, {args.timeout:g} s per test, "
-          f"{grader.watchdog:g} s per run", file=sys.stderr, flush=True)
+          f"{grading.watchdog:g} s per run", file=sys.stderr, flush=True)
     done = [0]
 
-    def progress(result: grade.SubmissionResult) -> None:
+    def progress(result: results.SubmissionResult) -> None:
         done[0] += 1
-        print(f"[{done[0]}/{len(submissions)}] {result.submission}: {grade.format_points(result.total)} of "
-              f"{grade.format_points(result.max_total)}", file=sys.stderr, flush=True)
+        print(f"[{done[0]}/{len(submissions)}] {result.submission}: {results.format_points(result.total)} of "
+              f"{results.format_points(result.max_total)}", file=sys.stderr, flush=True)
 
     reports = dict(json_path=args.json, csv_path=args.csv, gradescope_path=args.gradescope,
                    markdown_path=args.markdown, concepts=concepts)
-    results, interrupted = grade_batch.run_batch(submissions, grader, jobs=jobs, reports=reports, on_result=progress)
+    graded, interrupted = batch.run_batch(submissions, grading, jobs=jobs, reports=reports, on_result=progress)
     if interrupted:
         print("kata grade: interrupted; the reports hold what was graded (the rest is blank)", file=sys.stderr)
-    print(grade.markdown(results, concepts), end="")
+    print(results.markdown(graded, concepts), end="")
     for name in ("json_path", "csv_path", "gradescope_path", "markdown_path"):
         if reports[name]:
             print(f"wrote {reports[name]}", file=sys.stderr)
     if args.class_report:
         from kata.grading import class_report
 
-        for path in class_report.write(class_report.from_results(results), args.class_report, concepts):
+        for path in class_report.write(class_report.from_results(graded), args.class_report, concepts):
             print(f"wrote {path}", file=sys.stderr)
     return 130 if interrupted else 0
 
@@ -125,8 +124,8 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--class-report", metavar="DIR",
                    help="write misconceptions.md, .json and .png to DIR: per concept, how many submissions behave "
                    "like each catalogued mistake")
-    p.add_argument("--timeout", type=positive_float, default=DEFAULT_TIMEOUT, metavar="SECONDS",
-                   help=f"limit per test (default {DEFAULT_TIMEOUT:g})")
+    p.add_argument("--timeout", type=positive_float, default=DEFAULT_TEST_TIMEOUT, metavar="SECONDS",
+                   help=f"limit per test (default {DEFAULT_TEST_TIMEOUT:g})")
     p.add_argument("--watchdog", type=positive_float, default=None, metavar="SECONDS",
                    help="limit per test process, for hangs no signal interrupts (default 10 x --timeout)")
     p.add_argument("--jobs", type=positive_int, default=None, metavar="N",
@@ -146,7 +145,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
         "concept files flat, or an exercises/ folder) as `kata grade` does and writes results/results.json, a "
         "test per concept. See kata/grading/autograder.py.")
     p.add_argument("--out", default="autograder.zip", metavar="FILE", help="where to write it (autograder.zip)")
-    p.add_argument("--timeout", type=positive_float, default=DEFAULT_TIMEOUT, metavar="SECONDS",
-                   help=f"limit per test (default {DEFAULT_TIMEOUT:g})")
+    p.add_argument("--timeout", type=positive_float, default=DEFAULT_TEST_TIMEOUT, metavar="SECONDS",
+                   help=f"limit per test (default {DEFAULT_TEST_TIMEOUT:g})")
     p.add_argument("--no-slow", action="store_true", help="leave out the slow integration tests")
     p.set_defaults(handler=cmd_autograder)

@@ -30,7 +30,7 @@ Robustness, in layers:
 4. A submission cannot import ``solutions`` or the catalogues (kata.grading.guard), and a run that changes the copy
    of the tests it ran with is reported and its concepts become ``error``.
 5. Anything else that goes wrong with one submission becomes ``error`` for its concepts; the batch goes on
-   (kata.grading.batch: ``grade_all`` and ``run_batch``, re-exported here).
+   (:mod:`kata.grading.batch`: ``grade_all`` and ``run_batch``).
 
 What one interpreter cannot stop: the submission runs in the same process as the tests and the plugin that
 records their results, with the grader's rights. README.md, "What grading does not protect against".
@@ -52,34 +52,20 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from kata.concepts.impl import REPOSITORY_ROOT
+from kata.concepts.manifest import CONCEPTS, Concept
+from kata.concepts.sources import started
 from kata.grading import workspace
-from kata.grading.batch import (  # noqa: F401 - a batch of submissions, graded from here as before
-    GradingInterrupted,
-    GradingStopped,
-    grade_all,
-    run_batch,
-)
-from kata.grading.results import (  # noqa: F401 - the grader's public names, one import away
-    STATUSES,
+from kata.grading.results import (
     ConceptResult,
     SubmissionResult,
     chained_sentence,
     concept_result,
     error_result,
-    format_points,
-    markdown,
-    not_graded,
     printable,
-    to_csv,
-    to_gradescope,
-    to_json,
-    write_reports,
 )
-from kata.concepts.impl import REPOSITORY_ROOT
-from kata.concepts.manifest import CONCEPTS, Concept
-from kata.student.status import started
+from kata.testing.limits import DEFAULT_TEST_TIMEOUT
 
-DEFAULT_TIMEOUT = 60.0  # seconds per test; the slowest integration test takes ~10 s on a loaded 2-core machine
 HYPOTHESIS_PROFILE = "ci"
 PYTEST_INTERRUPTED = 2  # pytest's exit status for a session stopped by KeyboardInterrupt
 OUTPUT_TAIL = 2000  # characters of a crashed run's output kept for its error message
@@ -103,6 +89,10 @@ def default_kill_grace(timeout: float) -> float:
     return max(5.0, timeout / 4)
 
 
+class GradingStopped(Exception):
+    """Raised inside a grading thread once the batch was interrupted (:meth:`Grader.stop`)."""
+
+
 @dataclass
 class Run:
     """One pytest subprocess: its plugin report (possibly partial), exit code, and how it ended."""
@@ -121,7 +111,7 @@ class Grader:
         self,
         *,
         concepts: Sequence[Concept] = CONCEPTS,
-        timeout: float = DEFAULT_TIMEOUT,
+        timeout: float = DEFAULT_TEST_TIMEOUT,
         watchdog: float | None = None,
         kill_grace: float | None = None,
         include_slow: bool = True,
@@ -292,7 +282,7 @@ class Grader:
         """``diagnoses`` of every concept: the catalogued mistakes a failed one behaves like (kata diagnose on the
         submission's own modules, beside the reference, under the run's limits, in a throwaway copy of both); [] for
         the others."""
-        from kata.catalogue.diagnose import diagnose_submission  # torch and the probes: only when asked
+        from kata.grading.diagnoses import diagnose_submission  # the catalogue: only when asked
 
         failed = started(folder, [name for name, r in result.concepts.items() if r.status == "failed"], self.reference)
         found = diagnose_submission(folder, failed, prefix=self._sandbox(), repository=self.repository,

@@ -1,7 +1,7 @@
 """The lab: the seed notebook's whole route as one command, on the reference or on a student's own code.
 
     kata lab [--profile smoke|full] [--impl exercises|solutions|PATH] [--out DIR] [--jobs N]
-    python -m kata.lab ...             the same command
+    python -m kata.lab ...             the same command (kata.lab.commands)
 
 Five sections, in the seed notebook's order:
 
@@ -29,9 +29,3 @@ The package, one job a module: :mod:`~kata.lab.plan` (what a profile runs, the s
 :mod:`~kata.lab.outcome` (a value, a skip or an error; plain data), :mod:`~kata.lab.workers` (the worker pool),
 :mod:`~kata.lab.run` (one run, printed section by section) and :mod:`~kata.lab.report` (report.md).
 """
-
-from kata.lab.plan import SECTION_FIGURES, SECTION_TITLES, LabPlan, plan_for
-from kata.lab.report import render_report
-from kata.lab.run import main, run_lab
-
-__all__ = ["SECTION_FIGURES", "SECTION_TITLES", "LabPlan", "main", "plan_for", "render_report", "run_lab"]

@@ -4,7 +4,7 @@ Registered by the repository's ``conftest.py``. It does three things:
 
 - **Progress** (on by default, only for the student's own ``exercises`` with no ``--mistake``): at the end of a
   session it merges each concept's test outcomes into ``.kata/progress.json`` (or ``$KATA_PROGRESS``), stamped with
-  the fingerprint of the files they depend on (:func:`kata.student.status.fingerprint`). ``--kata-no-progress`` turns it
+  the fingerprint of the files they depend on (:func:`kata.testing.record.fingerprint`). ``--kata-no-progress`` turns it
   off.
 - **Report** (``--kata-report FILE``, used by ``kata grade``): per concept, tests collected, passed, failed,
   skipped, timed out, unable to import the module or to be set up at all, and the first failure's message;
@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from kata.student import status
+from kata.testing import record
 from kata.concepts.manifest import CONCEPTS
 from kata.concepts.stub import is_stub_error, leaf_exceptions
 
@@ -151,7 +151,7 @@ class Recorder:
         self.records_progress = self._is_students_own_run(config)
         self.known: dict[str, tuple[str, bool]] = {}  # node id -> (concept, slow), selected or deselected
         self.selected: dict[str, str] = {}  # node id -> concept, the tests this session runs
-        self.outcomes: dict[str, status.TestRecord] = {}
+        self.outcomes: dict[str, record.TestRecord] = {}
         self.kinds: dict[str, str] = {}
         self.timed_out: set[str] = set()
         self.current: str | None = None
@@ -256,14 +256,14 @@ class Recorder:
             if previous is None or previous.outcome != "failed":  # the first failing phase tells why
                 kind = getattr(report, "kata_kind", KIND_FAILED)
                 message = getattr(report, "kata_message", "") or _one_line(str(report.longrepr))
-                self.outcomes[node] = status.TestRecord("failed", slow, message)
+                self.outcomes[node] = record.TestRecord("failed", slow, message)
                 self.kinds[node] = kind
                 if kind == KIND_TIMEOUT:
                     self.timed_out.add(concept)
         elif report.skipped and previous is None:
-            self.outcomes[node] = status.TestRecord("skipped", slow)
+            self.outcomes[node] = record.TestRecord("skipped", slow)
         elif report.when == "call" and report.passed and previous is None:
-            self.outcomes[node] = status.TestRecord("passed", slow)
+            self.outcomes[node] = record.TestRecord("passed", slow)
         if report.when == "teardown":
             self.current = None
             self._write_report()
@@ -307,23 +307,23 @@ class Recorder:
             "current_concept": current_concept,
             "concepts": self.concept_summary(),
         }
-        status.write_json_atomically(self.report_path, data)
+        record.write_json_atomically(self.report_path, data)
 
     def _record_progress(self) -> None:
         from kata.concepts.impl import REPOSITORY_ROOT
 
         exercises_dir, tests_dir = REPOSITORY_ROOT / "exercises", REPOSITORY_ROOT / "tests"
-        by_concept: dict[str, status.ConceptRecord] = {}
+        by_concept: dict[str, record.ConceptRecord] = {}
         for node, (concept, slow) in self.known.items():
             if concept not in by_concept:
-                by_concept[concept] = status.ConceptRecord(status.fingerprint(concept, exercises_dir, tests_dir))
-            by_concept[concept].tests[node] = self.outcomes.get(node) or status.TestRecord(None, slow)
+                by_concept[concept] = record.ConceptRecord(record.fingerprint(concept, exercises_dir, tests_dir))
+            by_concept[concept].tests[node] = self.outcomes.get(node) or record.TestRecord(None, slow)
         ran = {c for node, (c, _) in self.known.items() if node in self.outcomes}
         if not ran:
             return
         # Tests named one by one (path::test): the concept's other tests were never collected, so unknown.
         partial = any("::" in str(argument) for argument in self.config.args)
         try:
-            status.record_results({c: r for c, r in by_concept.items() if c in ran}, partial=partial)
+            record.record_results({c: r for c, r in by_concept.items() if c in ran}, partial=partial)
         except OSError as error:  # a read-only checkout must not fail the tests
             self.config.get_terminal_writer().line(f"kata: could not record progress ({error})")

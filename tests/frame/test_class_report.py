@@ -8,6 +8,7 @@ import shutil
 
 import pytest
 
+from kata.grading import results as reports
 from kata.grading import class_report
 from kata.catalogue.diagnose import Catalogue, diagnose
 from kata.concepts.impl import REPOSITORY_ROOT, load
@@ -87,9 +88,9 @@ def test_the_grader_diagnoses_failed_concepts_and_the_report_counts_them(tmp_pat
     from kata.grading import grader as grade
 
     folder = build(tmp_path, "alice", OVERLAYS["alice"])
-    result = grade.SubmissionResult(str(folder), {
-        "gae": grade.ConceptResult(9.0, 15.0, 6, 4, "failed", "AssertionError: ..."),
-        "baselines": grade.ConceptResult(10.0, 10.0, 8, 0, "passed", ""),
+    result = reports.SubmissionResult(str(folder), {
+        "gae": reports.ConceptResult(9.0, 15.0, 6, 4, "failed", "AssertionError: ..."),
+        "baselines": reports.ConceptResult(10.0, 10.0, 8, 0, "passed", ""),
     })
     grade.Grader(concepts=[concept("baselines"), concept("gae")], diagnose=True)._diagnose(folder, result)
     assert result.concepts["gae"].extra["diagnoses"] == ["gae/truncation_as_termination"], (
@@ -119,7 +120,7 @@ def test_a_diagnosed_submission_changes_neither_this_repository_nor_its_own_fold
     gae = folder / "gae.py"
     gae.write_text(WRITES_WHERE_IT_CAN.format(marker=marker) + gae.read_text())
     handed_in = sorted(p.name for p in folder.iterdir())
-    result = grade.SubmissionResult(str(folder), {"gae": grade.ConceptResult(9.0, 15.0, 6, 4, "failed", "...")})
+    result = reports.SubmissionResult(str(folder), {"gae": reports.ConceptResult(9.0, 15.0, 6, 4, "failed", "...")})
     try:
         grade.Grader(concepts=[concept("gae")], diagnose=True)._diagnose(folder, result)
         assert result.concepts["gae"].extra["diagnoses"] == ["gae/truncation_as_termination"], (

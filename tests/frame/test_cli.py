@@ -16,8 +16,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kata import cli
+from kata.student import commands as student_commands
 from kata.testing import progress
+from kata.concepts import sources
 from kata.student import status
+from kata.testing import record as progress_record
 from kata.student import watch
 from kata.concepts.impl import ImplementationImportError
 from kata.concepts.manifest import CONCEPTS, MAX_POINTS, concept
@@ -136,10 +139,10 @@ def option(command: list[str], flag: str) -> str:
 
 
 def test_lab_hands_its_options_to_the_lab(monkeypatch):
-    import kata.lab
+    import kata.lab.run
 
     seen = []
-    monkeypatch.setattr(kata.lab, "main", lambda **options: seen.append(options) or 0)
+    monkeypatch.setattr(kata.lab.run, "main", lambda **options: seen.append(options) or 0)
     assert cli.main(["lab"]) == 0, "`kata lab` exits 0"
     assert cli.main(["lab", "--profile", "full", "--impl", "exercises", "--out", "x", "--jobs", "1"]) == 0, (
         "`kata lab` with every option exits 0")
@@ -149,11 +152,11 @@ def test_lab_hands_its_options_to_the_lab(monkeypatch):
 
 
 def test_check_leaves_slow_tests_out_unless_asked():
-    quick = cli._pytest_command(concept("gae"), slow=False)
+    quick = student_commands.pytest_command(concept("gae"), slow=False)
     assert option(quick, "-m") == "gae and not slow", f"kata check leaves slow tests out: -m {option(quick, '-m')!r}"
     assert option(quick, "--impl") == "exercises", "kata check always checks the student's exercises/"
     assert float(option(quick, "--kata-test-timeout")) > 0, "an endless loop under Hypothesis must not hang check"
-    assert option(cli._pytest_command(concept("gae"), slow=True), "-m") == "gae", (
+    assert option(student_commands.pytest_command(concept("gae"), slow=True), "-m") == "gae", (
         "kata check --slow selects every test of the concept")
 
 
@@ -210,14 +213,14 @@ def layout(tmp_path):
 def state_of(layout) -> status.ConceptState:
     return status.concept_state(
         concept("gae"), exercises_dir=layout["exercises"], tests_dir=layout["tests"],
-        reference_dir=layout["solutions"], records=status.load_progress(layout["progress"]))
+        reference_dir=layout["solutions"], records=progress_record.load_progress(layout["progress"]))
 
 
 def record(layout, outcomes: dict[str, str | None], slow: frozenset[str] = frozenset()) -> None:
-    stamp = status.fingerprint("gae", layout["exercises"], layout["tests"])
-    tests = {node: status.TestRecord(outcome, node in slow, f"AssertionError: {node} is wrong")
+    stamp = progress_record.fingerprint("gae", layout["exercises"], layout["tests"])
+    tests = {node: progress_record.TestRecord(outcome, node in slow, f"AssertionError: {node} is wrong")
              for node, outcome in outcomes.items()}
-    status.record_results({"gae": status.ConceptRecord(stamp, tests)}, layout["progress"])
+    progress_record.record_results({"gae": progress_record.ConceptRecord(stamp, tests)}, layout["progress"])
 
 
 def write_solution(layout) -> None:
@@ -225,12 +228,12 @@ def write_solution(layout) -> None:
 
 
 def test_source_analysis_tells_stubs_from_written_and_ready_made_code(layout):
-    source = status.analyse_source(layout["exercises"] / "gae.py", layout["solutions"] / "gae.py")
+    source = sources.analyse_source(layout["exercises"] / "gae.py", layout["solutions"] / "gae.py")
     assert source.stubs == ("gae_advantages",) and source.written == (), (
         f"the stub is a stub and nothing is written: {source.stubs}, {source.written}")
     assert source.not_started, "a loop identical to the reference's is ready-made, not the student's work"
     write_solution(layout)
-    source = status.analyse_source(layout["exercises"] / "gae.py", layout["solutions"] / "gae.py")
+    source = sources.analyse_source(layout["exercises"] / "gae.py", layout["solutions"] / "gae.py")
     assert (source.stubs, source.written, source.not_started) == ((), ("gae_advantages",), False), (
         f"written code is told from stubs: {(source.stubs, source.written, source.not_started)}")
 
@@ -274,12 +277,12 @@ def test_slow_tests_are_not_needed_for_done_but_count_when_they_fail(layout):
 
 def test_a_run_of_single_tests_never_starts_a_record(layout):
     write_solution(layout)
-    stamp = status.fingerprint("gae", layout["exercises"], layout["tests"])
-    one = status.ConceptRecord(stamp, {"t1": status.TestRecord("passed")})
-    status.record_results({"gae": one}, layout["progress"], partial=True)
+    stamp = progress_record.fingerprint("gae", layout["exercises"], layout["tests"])
+    one = progress_record.ConceptRecord(stamp, {"t1": progress_record.TestRecord("passed")})
+    progress_record.record_results({"gae": one}, layout["progress"], partial=True)
     assert state_of(layout).label == "not checked yet", "one passing test, run alone, is not a done concept"
     record(layout, {"t1": "failed", "t2": "passed"})
-    status.record_results({"gae": one}, layout["progress"], partial=True)
+    progress_record.record_results({"gae": one}, layout["progress"], partial=True)
     assert state_of(layout).done, "a single test run again adds to the record of the same code"
 
 
@@ -300,7 +303,7 @@ def test_missing_and_unparsable_modules(layout):
 
 def test_an_unreadable_progress_file_is_no_results(layout):
     layout["progress"].write_text("{not json")
-    assert status.load_progress(layout["progress"]) == {}, "an unreadable progress file reads as no results"
+    assert progress_record.load_progress(layout["progress"]) == {}, "an unreadable progress file reads as no results"
     assert state_of(layout).label == "not started", (
         f"with no results, an untouched stub is not started: {state_of(layout).label!r}")
 

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
+import sys
 import textwrap
 
 import pytest
@@ -109,15 +111,19 @@ def test_another_way_of_writing_the_mistake_is_named_and_two_mistakes_at_once_ar
 def test_json_and_the_student_sentence(capsys):
     code = diagnosis.main(["gae", "--impl", "solutions", "--mistake", "gae/lambda_not_applied", "--json"])
     report = json.loads(capsys.readouterr().out)
-    assert code == 0 and report == {"diagnoses": [
-        {"concept": "gae", "function": "gae_advantages", "mistake": "gae/lambda_not_applied",
-         "matched": report["diagnoses"][0]["probes"], "probes": report["diagnoses"][0]["probes"]}]}, (
+    [entry] = report["diagnoses"]
+    assert code == 0 and {key: value for key, value in entry.items() if key != "sentence"} == {
+        "concept": "gae", "function": "gae_advantages", "mistake": "gae/lambda_not_applied",
+        "matched": entry["probes"], "probes": entry["probes"]}, (
         f"--json exits 0 and gives the one diagnosis with every probe matched: {code}, {report}")
-    sentence = diagnosis.Diagnosis(**report["diagnoses"][0]).sentence()
+    sentence = entry["sentence"]
+    assert sentence == diagnosis.Diagnosis(**{k: v for k, v in entry.items() if k != "sentence"}).sentence(), (
+        f"--json carries the sentence a student reads: {sentence!r}")
     assert sentence.startswith("your gae_advantages behaves like the catalogued mistake 'the recursion decays by "
                                "gamma only, ignoring lambda' on "), (
         f"the sentence names the function and the catalogued misunderstanding: {sentence!r}")
-    assert sentence.endswith("probes: GUIDE.md §3, `kata hint gae --level 3`"), (
+    gae = concept("gae")
+    assert sentence.endswith(f"probes: {gae.guide_section}, `kata hint gae --level 3`"), (
         f"the sentence ends with the probe count and where the hint is: {sentence!r}")
 
 
@@ -152,40 +158,48 @@ def test_evaluate_one_concept(catalogue, capsys):
 
 
 def test_only_started_modules_are_worth_a_diagnosis(tmp_path):
-    from kata.student import status
+    from kata.concepts.sources import started
 
     shutil.copy2(REPOSITORY_ROOT / "exercises" / "gae.py", tmp_path / "gae.py")  # untouched
     shutil.copy2(REPOSITORY_ROOT / "solutions" / "baselines.py", tmp_path / "baselines.py")  # written
-    assert status.started(tmp_path, ["gae", "baselines"], REPOSITORY_ROOT / "solutions") == ["baselines"], (
+    assert started(tmp_path, ["gae", "baselines"], REPOSITORY_ROOT / "solutions") == ["baselines"], (
         "an untouched stub is left out of the diagnosis; a written module is kept")
 
 
-def test_check_adds_one_line_per_diagnosed_function_and_nothing_otherwise(monkeypatch, capsys):
-    from kata import cli
-    from kata.student import status
+def test_check_adds_one_line_per_diagnosed_function_and_nothing_otherwise(monkeypatch):
+    import dataclasses
 
-    def never(spec, names):
+    from kata.student import commands
+
+    def never(*arguments, **options):
         raise AssertionError("an untouched stub is not diagnosed: no process is started for it")
 
-    monkeypatch.setattr(diagnosis, "diagnose_in_subprocess", never)
-    monkeypatch.setattr(status, "started", lambda folder, names, reference: [])
-    cli._print_diagnoses(concept("gae"))
-    assert capsys.readouterr().out == "", "an untouched stub gets no diagnosis line"
+    monkeypatch.setattr(commands.subprocess, "run", never)
+    monkeypatch.setattr(commands, "started", lambda folder, names, reference: [])
+    assert commands.diagnosis_sentences(concept("gae")) == [], "an untouched stub gets no diagnosis line"
 
-    monkeypatch.setattr(status, "started", lambda folder, names, reference: list(names))  # the student wrote gae
+    monkeypatch.setattr(commands, "started", lambda folder, names, reference: list(names))  # the student wrote gae
     found = [diagnosis.Diagnosis("gae", "gae_advantages", "gae/truncation_as_termination", 7, 7),
              diagnosis.Diagnosis("gae", "gae_advantages", None, 3, 9)]
-    monkeypatch.setattr(diagnosis, "diagnose_in_subprocess", lambda spec, names: found)
-    cli._print_diagnoses(concept("gae"))
-    lines = capsys.readouterr().out.splitlines()
-    assert lines == [found[0].sentence()], "one line per named mistake; silence where none is named"
-    monkeypatch.setattr(diagnosis, "diagnose_in_subprocess", lambda spec, names: [])
-    cli._print_diagnoses(concept("gae"))
-    assert capsys.readouterr().out == "", "no diagnosis prints nothing"
+
+    def answer(entries):
+        text = json.dumps({"diagnoses": [{**dataclasses.asdict(d), "sentence": d.sentence()} for d in entries]})
+        return lambda *arguments, **options: subprocess.CompletedProcess(arguments, 0, text, "")
+
+    monkeypatch.setattr(commands.subprocess, "run", answer(found))
+    assert commands.diagnosis_sentences(concept("gae")) == [found[0].sentence()], (
+        "one line per named mistake; silence where none is named")
+    monkeypatch.setattr(commands.subprocess, "run", answer([]))
+    assert commands.diagnosis_sentences(concept("gae")) == [], "no diagnosis prints nothing"
 
 
 def test_a_child_process_diagnoses_submitted_code():
     [found] = diagnosis.diagnose_in_subprocess("solutions", ["gae"], extra=("--mistake", "gae/lambda_not_applied"))
+    completed = subprocess.run([sys.executable, "-m", "kata.catalogue.diagnose", "gae", "--impl", "solutions", "--json",
+                                "--mistake", "gae/lambda_not_applied"], capture_output=True, text=True, check=True,
+                               cwd=REPOSITORY_ROOT)
+    assert json.loads(completed.stdout)["diagnoses"][0]["sentence"] == found.sentence(), (
+        "--json carries each diagnosis's sentence, the line kata check prints")
     assert found.mistake == "gae/lambda_not_applied", (
         f"the child process names the mistake bound into the reference: {found}")
     assert diagnosis.diagnose_in_subprocess("solutions", ["gae"], timeout=0.01) == [], "no answer in time: none"

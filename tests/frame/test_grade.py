@@ -24,6 +24,8 @@ from pathlib import Path
 
 import pytest
 
+from kata.grading import results as reports
+from kata.grading import batch as grading_batch
 from kata.grading import grader as grade
 from kata.concepts.manifest import concept
 
@@ -228,35 +230,35 @@ def summary(**counts):
     ],
 )
 def test_points_are_partial_credit_and_zero_for_error_and_timeout(counts, points, status):
-    result = grade.concept_result(concept("baselines"), summary(**counts))
+    result = reports.concept_result(concept("baselines"), summary(**counts))
     assert result.max_points == 10.0, f"baselines is worth 10 points: {result.max_points}"
     assert result.points == pytest.approx(points), "points are max_points * passed / (passed + failed)"
     assert result.status == status, f"{counts} has status {status!r}: {result.status!r}"
 
 
 def test_a_concept_without_a_summary_is_an_error():
-    result = grade.concept_result(concept("gae"), None)
+    result = reports.concept_result(concept("gae"), None)
     assert (result.status, result.points, result.max_points) == ("error", 0.0, 15.0), (
         f"no summary: an error worth 0 of gae's 15: {(result.status, result.points, result.max_points)}")
     assert "tests/test_gae.py" in result.message, (
         f"the message names the test file that gave no summary: {result.message!r}")
 
 
-def made_up_results() -> list[grade.SubmissionResult]:
-    good = grade.SubmissionResult("subs/alice", {
-        "reinforce": grade.ConceptResult(10.0, 10.0, 11, 0, "passed", ""),
-        "gae": grade.ConceptResult(7.5, 15.0, 6, 6, "failed", "AssertionError: the recursion | leaks",
+def made_up_results() -> list[reports.SubmissionResult]:
+    good = reports.SubmissionResult("subs/alice", {
+        "reinforce": reports.ConceptResult(10.0, 10.0, 11, 0, "passed", ""),
+        "gae": reports.ConceptResult(7.5, 15.0, 6, 6, "failed", "AssertionError: the recursion | leaks",
                                    extra={"diagnoses": ["gae/recursion_leaks_across_cuts"]}),
     })
-    bad = grade.SubmissionResult("subs/bob", {
-        "reinforce": grade.ConceptResult(0.0, 10.0, 0, 0, "timeout", "timed out"),
-        "gae": grade.ConceptResult(0.0, 15.0, 0, 11, "error", "gae.py could not be imported"),
+    bad = reports.SubmissionResult("subs/bob", {
+        "reinforce": reports.ConceptResult(0.0, 10.0, 0, 0, "timeout", "timed out"),
+        "gae": reports.ConceptResult(0.0, 15.0, 0, 11, "error", "gae.py could not be imported"),
     })
     return [good, bad]
 
 
 def test_json_report_has_exactly_the_documented_shape():
-    data = json.loads(json.dumps(grade.to_json(made_up_results())))
+    data = json.loads(json.dumps(reports.to_json(made_up_results())))
     assert list(data) == ["submissions"], f"the JSON report has one top-level key, submissions: {list(data)}"
     first = data["submissions"][0]
     assert set(first) == {"submission", "graded", "total", "max_total", "notes", "concepts"}, (
@@ -272,12 +274,12 @@ def test_json_report_has_exactly_the_documented_shape():
         assert result["chained_status"] == result["status"], "no chain run: the chained status is the status"
         assert isinstance(result["points"], float) and isinstance(result["passed"], int), (
             f"points are a float, passed an int: {result['points']!r}, {result['passed']!r}")
-    assert {r["status"] for s in data["submissions"] for r in s["concepts"].values()} <= set(grade.STATUSES), (
-        "every status is one of grade.STATUSES")
+    assert {r["status"] for s in data["submissions"] for r in s["concepts"].values()} <= set(reports.STATUSES), (
+        "every status is one of reports.STATUSES")
 
 
 def test_csv_has_one_row_per_submission_and_a_column_per_concept():
-    rows = list(csv.reader(io.StringIO(grade.to_csv(made_up_results(), [concept("reinforce"), concept("gae")]))))
+    rows = list(csv.reader(io.StringIO(reports.to_csv(made_up_results(), [concept("reinforce"), concept("gae")]))))
     assert rows[0] == ["submission", "reinforce", "gae", "total", "max_total", "diagnoses", "notes"], (
         f"the header: submission, a column per concept, total, max_total, diagnoses, notes: {rows[0]}")
     assert rows[1] == ["subs/alice", "10", "7.5", "17.5", "25", "gae/recursion_leaks_across_cuts", ""], (
@@ -289,33 +291,34 @@ def test_csv_has_one_row_per_submission_and_a_column_per_concept():
 def test_a_submission_not_graded_is_blank_never_zero_and_a_chain_that_differs_is_said_everywhere():
     alice, _ = made_up_results()
     alice.concepts["gae"].chained_status = "failed"
-    alice.concepts["gae"].chained_message = grade.chained_sentence("gae", "passed", "failed", [("reinforce", "failed")])
+    alice.concepts["gae"].chained_message = reports.chained_sentence("gae", "passed", "failed",
+                                                                     [("reinforce", "failed")])
     assert alice.concepts["gae"].chained_message == (
         "gae passes on its own code; with your reinforce it fails (reinforce is wrong)"), (
         f"the chain's sentence says which concept is wrong: {alice.concepts['gae'].chained_message!r}")
-    results = [alice, grade.not_graded("subs/carol", "not graded (interrupted)")]
+    results = [alice, reports.not_graded("subs/carol", "not graded (interrupted)")]
     concepts = [concept("reinforce"), concept("gae")]
-    rows = list(csv.reader(io.StringIO(grade.to_csv(results, concepts))))
+    rows = list(csv.reader(io.StringIO(reports.to_csv(results, concepts))))
     assert rows[2] == ["subs/carol", "", "", "", "", "", "not graded (interrupted)"], "blank, never 0"
     assert rows[1][-1] == alice.concepts["gae"].chained_message, (
         f"the notes column carries the chain's sentence: {rows[1][-1]!r}")
-    data = grade.to_json(results)["submissions"]
+    data = reports.to_json(results)["submissions"]
     assert (data[0]["concepts"]["gae"]["chained_status"] == "failed"
             and data[0]["concepts"]["gae"]["status"] == "failed"), (
         f"a failing chain makes the concept fail in the JSON: {data[0]['concepts']['gae']}")
     assert (data[1]["graded"], data[1]["total"], data[1]["concepts"]) == (False, None, {}), (
         f"not graded: graded false, total null, no concepts: {data[1]}")
-    assert alice.concepts["gae"].chained_message in grade.markdown(results, concepts), (
+    assert alice.concepts["gae"].chained_message in reports.markdown(results, concepts), (
         "the markdown report carries the chain's sentence")
-    assert alice.concepts["gae"].chained_message in grade.to_gradescope(alice, concepts)["tests"][1]["output"], (
+    assert alice.concepts["gae"].chained_message in reports.to_gradescope(alice, concepts)["tests"][1]["output"], (
         "the Gradescope output of the concept carries the chain's sentence")
     alice.concepts["gae"].extra["diagnoses"] = ["a later tool's finding"]
-    assert grade.to_json(results)["submissions"][0]["concepts"]["gae"]["diagnoses"] == ["a later tool's finding"], (
+    assert reports.to_json(results)["submissions"][0]["concepts"]["gae"]["diagnoses"] == ["a later tool's finding"], (
         "the JSON reports the diagnoses present when it is written")
 
 
 def test_gradescope_results_have_a_test_per_concept_and_the_score():
-    data = grade.to_gradescope(made_up_results()[0], [concept("reinforce"), concept("gae")])
+    data = reports.to_gradescope(made_up_results()[0], [concept("reinforce"), concept("gae")])
     assert data["score"] == 17.5, f"the Gradescope score is the total: {data['score']}"
     assert [(t["score"], t["max_score"]) for t in data["tests"]] == [(10.0, 10.0), (7.5, 15.0)], (
         f"one Gradescope test per concept with its points: {[(t['score'], t['max_score']) for t in data['tests']]}")
@@ -328,7 +331,7 @@ def test_gradescope_results_have_a_test_per_concept_and_the_score():
 
 
 def test_markdown_table_and_problems():
-    text = grade.markdown(made_up_results(), [concept("reinforce"), concept("gae")])
+    text = reports.markdown(made_up_results(), [concept("reinforce"), concept("gae")])
     lines = text.splitlines()
     assert lines[0] == "| submission | reinforce | gae | total |", f"the markdown header: {lines[0]!r}"
     assert lines[2] == "| subs/alice | 10/10 | 7.5/15 failed | 17.5/25 |", (
@@ -344,7 +347,7 @@ def test_markdown_table_and_problems():
 def test_reports_are_written_where_asked(tmp_path):
     paths = dict(json_path=tmp_path / "r.json", csv_path=tmp_path / "out" / "r.csv",
                  gradescope_path=tmp_path / "results.json")
-    written = grade.write_reports(made_up_results(), concepts=[concept("reinforce"), concept("gae")],
+    written = reports.write_reports(made_up_results(), concepts=[concept("reinforce"), concept("gae")],
                                   **{k: str(v) for k, v in paths.items()})
     assert sorted(written) == sorted(paths.values()), (
         f"every report asked for is written, at its path: {sorted(written)}")
@@ -376,12 +379,13 @@ class ScriptedGrader(grade.Grader):
             raise AssertionError("the batch was not stopped")
         if submission == "grader-bug":
             raise RuntimeError("a bug in the grader")
-        return grade.SubmissionResult(submission, {c.name: grade.ConceptResult(c.points, c.points, 1, 0, "passed", "")
+        return reports.SubmissionResult(submission, {c.name: reports.ConceptResult(c.points, c.points, 1, 0, "passed",
+                                                                                   "")
                                                    for c in self.concepts})
 
 
 def test_a_grader_failure_is_an_error_for_that_submission_only():
-    results = grade.grade_all(["a", "grader-bug", "b"], ScriptedGrader(concepts=MINI_CONCEPTS), jobs=2)
+    results = grading_batch.grade_all(["a", "grader-bug", "b"], ScriptedGrader(concepts=MINI_CONCEPTS), jobs=2)
     assert [r.total for r in results] == [MINI_MAX, 0.0, MINI_MAX], (
         f"a grader failure costs only its submission: {[r.total for r in results]}")
     assert all(r.status == "error" and "a bug in the grader" in r.message for r in results[1].concepts.values()), (
@@ -398,15 +402,15 @@ def ctrl_c_delivered():
 
 
 def test_ctrl_c_keeps_what_was_graded_and_marks_the_rest(tmp_path, ctrl_c_delivered):
-    with pytest.raises(grade.GradingInterrupted) as interrupted:
-        grade.grade_all(["a", "interrupt", "b"], ScriptedGrader(concepts=MINI_CONCEPTS), jobs=1)
+    with pytest.raises(grading_batch.GradingInterrupted) as interrupted:
+        grading_batch.grade_all(["a", "interrupt", "b"], ScriptedGrader(concepts=MINI_CONCEPTS), jobs=1)
     results = interrupted.value.results
     assert [r.submission for r in results] == ["a", "interrupt", "b"], (
         f"every submission is in the results, in order: {[r.submission for r in results]}")
     assert results[0].total == MINI_MAX, f"the submission graded before Ctrl-C keeps its points: {results[0].total}"
     assert [(r.graded, r.notes) for r in results[1:]] == [(False, ["not graded (interrupted)"])] * 2, (
         f"the rest are marked not graded: {[(r.graded, r.notes) for r in results[1:]]}")
-    written = grade.write_reports(results, json_path=str(tmp_path / "r.json"))
+    written = reports.write_reports(results, json_path=str(tmp_path / "r.json"))
     assert len(json.loads(written[0].read_text())["submissions"]) == 3, "the report is written all the same"
 
 
@@ -444,7 +448,7 @@ def test_a_batch_of_broken_submissions_is_graded_concept_by_concept(tmp_path, mo
     (tmp_path / "pyproject.toml").write_text('[tool.pytest.ini_options]\naddopts = "--no-such-option"\n')
     grader = grade.Grader(concepts=MINI_CONCEPTS, timeout=1.0, kill_grace=3.0, watchdog=60.0, repository=repository)
     csv_path = tmp_path / "grades.csv"
-    listed, interrupted = grade.run_batch(submissions, grader, jobs=2, reports=dict(
+    listed, interrupted = grading_batch.run_batch(submissions, grader, jobs=2, reports=dict(
         csv_path=str(csv_path), json_path=str(tmp_path / "grades.json"), markdown_path=str(tmp_path / "grades.md"),
         concepts=MINI_CONCEPTS))
     assert not interrupted, "the batch ran to its end, uninterrupted"
@@ -526,7 +530,7 @@ def test_a_batch_of_broken_submissions_is_graded_concept_by_concept(tmp_path, mo
     assert started and not [pid for pid in started if Path(f"/proc/{pid}").exists()], (
         "a process a submission started in a session of its own does not outlive its run")
     rows = list(csv.reader(io.StringIO(csv_path.read_text())))
-    assert len(rows) == len(submissions) + 1 and rows[15][0] == grade.printable(submissions[14]), (
+    assert len(rows) == len(submissions) + 1 and rows[15][0] == reports.printable(submissions[14]), (
         f"one CSV row per submission, the non-UTF-8 name printable: {len(rows)} rows")
     assert "caf\\xe9" in (tmp_path / "grades.md").read_text(), "the markdown report shows the non-UTF-8 name escaped"
 
@@ -537,7 +541,7 @@ def test_limits_are_named_when_they_fire_and_sigterm_leaves_a_report_and_no_proc
     subs = tmp_path / "submissions"
     grader = grade.Grader(concepts=MINI_CONCEPTS, timeout=1.0, kill_grace=60.0, watchdog=120.0, cpu_limit=3,
                           memory_limit=2**30, repository=repository)
-    results = grade.grade_all([submission(subs, "memory_hog", MINI_SOLUTIONS, "memory_hog"),
+    results = grading_batch.grade_all([submission(subs, "memory_hog", MINI_SOLUTIONS, "memory_hog"),
                                submission(subs, "spinning", MINI_SOLUTIONS, "spinning")], grader, jobs=2)
     hog, spinning = results
     assert hog.concepts["baselines"].status == "failed" and "MemoryError" in hog.concepts["baselines"].message, (
@@ -556,11 +560,12 @@ def test_limits_are_named_when_they_fire_and_sigterm_leaves_a_report_and_no_proc
     # SIGTERM in the middle of a batch: the report holds what was graded, blank for the rest; no process is left.
     script = textwrap.dedent(f"""
         import sys
+        from kata.grading import batch as grading_batch
         from kata.grading import grader as grade
         from kata.concepts.manifest import concept
         concepts = [concept("reinforce"), concept("baselines"), concept("gae")]
         grader = grade.Grader(concepts=concepts, timeout=60.0, repository=sys.argv[1])
-        grade.run_batch(sys.argv[3:], grader, reports=dict(csv_path=sys.argv[2], concepts=concepts))
+        grading_batch.run_batch(sys.argv[3:], grader, reports=dict(csv_path=sys.argv[2], concepts=concepts))
         """)
     csv_path = tmp_path / "grades.csv"
     batch = subprocess.Popen([sys.executable, "-c", script, str(repository), str(csv_path),

@@ -17,7 +17,8 @@ import numpy as np
 import pytest
 
 from kata.concepts.impl import REPOSITORY_ROOT
-from kata.lab import SECTION_FIGURES, SECTION_TITLES, main, plan_for, run_lab
+from kata.lab.plan import SECTION_FIGURES, SECTION_TITLES, plan_for
+from kata.lab.run import main, run_lab
 from kata.concepts.manifest import concept_of_export
 
 pytestmark = [pytest.mark.frame, pytest.mark.lab]

@@ -1,0 +1,203 @@
+"""The student's commands: ``kata list``, ``hint``, ``status``, ``check`` and ``watch``.
+
+``list``, ``hint`` and ``status`` read only the course data and the parsed sources, so they answer at once (neither
+torch nor pytest is imported). ``check`` runs one concept's tests on ``exercises/`` in a pytest subprocess and says
+what to do next; ``watch`` checks again after every change. Nothing here imports the grader or the catalogue: where
+the instructor's catalogue is installed beside it, ``check`` asks it for a diagnosis by running its command.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+import textwrap
+import time
+
+from kata.concepts.arguments import concept_argument, positive_float
+from kata.concepts.impl import REPOSITORY_ROOT
+from kata.concepts.manifest import CONCEPTS, MAX_POINTS, Concept
+from kata.concepts.sources import started
+from kata.student import status
+from kata.testing.limits import DEFAULT_TEST_TIMEOUT, SLOW_TEST_TIMEOUT
+
+WIDTH = 100
+DIAGNOSIS_MODULE = "kata.catalogue.diagnose"  # the instructor's catalogue; the student edition has none
+DIAGNOSIS_TIMEOUT = 120.0  # seconds: a diagnosis that takes longer is left out, never waited for
+
+
+# ---- list and hint -----------------------------------------------------------------------------------------------
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    width = max(len(c.name) for c in CONCEPTS)
+    print(f" #  {'concept':<{width}}  points  guide         title")
+    for c in CONCEPTS:
+        print(f"{c.number:>2}  {c.name:<{width}}  {c.points:>6g}  {c.guide_section:<12}  {c.title}")
+    print(f"\n{len(CONCEPTS)} concepts, {MAX_POINTS:g} points. Start with `kata hint {CONCEPTS[0].name}` and "
+          f"`kata check`; `kata status` says where you stand.")
+    return 0
+
+
+def cmd_hint(args: argparse.Namespace) -> int:
+    c: Concept = args.concept
+    count = len(c.hints)
+    if not 1 <= args.level <= count:
+        print(f"kata hint: {c.name} has {count} hints: --level must be between 1 and {count}", file=sys.stderr)
+        return 2
+    print(f"{c.name}, hint {args.level} of {count} ({c.guide_section}):\n")
+    print(textwrap.fill(c.hints[args.level - 1], WIDTH, initial_indent="  ", subsequent_indent="  "))
+    if args.level < count:
+        print(f"\nStill stuck? The next hint is nearer the answer: kata hint {c.name} --level {args.level + 1}")
+    else:
+        print(f"\nThat was the last hint; {c.guide_section} explains the rest, and the test's message names "
+              "the misunderstanding.")
+    return 0
+
+
+# ---- status, check, watch ----------------------------------------------------------------------------------------
+
+
+def next_line(next_up: Concept | None) -> str:
+    if next_up is None:
+        return "Every concept is done. Run `kata lab` to watch your code train the lab's agents."
+    return (f"Next: {next_up.number}. {next_up.name} — read {next_up.guide_section}, then `kata check "
+            f"{next_up.name}` (stuck? `kata hint {next_up.name}`)")
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    states = status.all_states()
+    width = max(len(c.name) for c in CONCEPTS)
+    label_width = max(len(s.label) for s in states)
+    print(f" #  {'concept':<{width}}  {'state':<{label_width}}  points")
+    for s in states:
+        print(f"{s.concept.number:>2}  {s.concept.name:<{width}}  {s.label:<{label_width}}  {s.concept.points:>6g}")
+    next_up = status.next_concept(states)
+    print()
+    print(next_line(next_up))
+    if next_up is not None:
+        current = next(s for s in states if s.concept == next_up)
+        if current.message:
+            print(textwrap.fill(f"last failure: {current.message}", WIDTH, subsequent_indent="  "))
+    return 0
+
+
+def pytest_command(c: Concept, slow: bool) -> list[str]:
+    marker = c.marker if slow else f"{c.marker} and not slow"
+    # The plugin's deadline, not pytest-timeout's alone: Hypothesis swallows pytest-timeout's exception and runs
+    # an endless loop again with no alarm left (see kata.testing.progress).
+    deadline = SLOW_TEST_TIMEOUT if slow else DEFAULT_TEST_TIMEOUT
+    return [sys.executable, "-m", "pytest", "--impl", "exercises", "-m", marker, "-q",
+            "--kata-test-timeout", f"{deadline:g}"]
+
+
+def run_check(c: Concept | None, slow: bool = False) -> int:
+    """Run one concept's tests on exercises/ and say what to do next; pytest's exit code."""
+    states = status.all_states()
+    if c is None:
+        c = status.next_concept(states)
+        if c is None:
+            print(next_line(None))
+            return 0
+    what = "slow integration tests included" if slow else "slow integration tests left out; --slow runs them"
+    print(f"kata check: {c.number}. {c.name} — {c.title} (tests/test_{c.name}.py; {what})", flush=True)
+    environment = dict(os.environ)
+    environment.pop("KATA_IMPL", None)
+    code = subprocess.call(pytest_command(c, slow), cwd=REPOSITORY_ROOT, env=environment)
+    if code == 5:
+        print(f"\nno test of {c.name} was collected: is tests/test_{c.name}.py there?")
+        return code
+    if code not in (0, 1):
+        return code
+    states = status.all_states()
+    state = next(s for s in states if s.concept == c)
+    print()
+    if code == 0 and state.done:
+        print(f"{c.name}: {state.label}." if state.label != "done" else f"{c.name} passes every test. Well done.")
+        print(next_line(status.next_concept(states)))
+    else:
+        print(f"{c.name}: {state.label}. Read {c.guide_section}; each message above names a misunderstanding; "
+              f"`kata hint {c.name}` when stuck.")
+        for sentence in diagnosis_sentences(c):
+            print(sentence)
+    return code
+
+
+def diagnosis_sentences(c: Concept) -> list[str]:
+    """One line per function of ``c`` that behaves like a catalogued mistake ([] when none does, when the module
+    is still an untouched stub, or when no catalogue is installed)."""
+    if importlib.util.find_spec(DIAGNOSIS_MODULE.rpartition(".")[0]) is None:
+        return []
+    if not started(REPOSITORY_ROOT / "exercises", [c.name], REPOSITORY_ROOT / "solutions"):
+        return []
+    command = [sys.executable, "-m", DIAGNOSIS_MODULE, c.name, "--impl", "exercises", "--json"]
+    environment = {name: value for name, value in os.environ.items()
+                   if name != "KATA_IMPL" and not name.startswith("PYTHONPATH")}
+    try:
+        completed = subprocess.run(command, cwd=REPOSITORY_ROOT, capture_output=True, text=True,
+                                   timeout=DIAGNOSIS_TIMEOUT, env=environment, stdin=subprocess.DEVNULL)
+        report = json.loads(completed.stdout) if completed.returncode == 0 else {}
+    except (subprocess.TimeoutExpired, json.JSONDecodeError):
+        return []
+    return [entry["sentence"] for entry in report.get("diagnoses", []) if entry.get("mistake")]
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    return run_check(args.concept, slow=args.slow)
+
+
+def cmd_watch(args: argparse.Namespace) -> int:
+    from kata.student.watch import watch
+
+    def check() -> None:
+        print("\n" + "=" * 40 + f" {time.strftime('%H:%M:%S')} " + "=" * 40)
+        run_check(args.concept, slow=args.slow)
+
+    return watch(check, REPOSITORY_ROOT / "exercises", interval=args.interval)
+
+
+# ---- the parsers -------------------------------------------------------------------------------------------------
+
+
+def add_parsers(sub: argparse._SubParsersAction) -> None:
+    """Add ``list``, ``hint``, ``status``, ``check`` and ``watch`` to the subcommands of kata.cli's parser."""
+    names = ", ".join(c.name for c in CONCEPTS)
+    p = sub.add_parser("list", help="the concepts: number, name, title, points, GUIDE section",
+                       description="List the concepts in teaching order with their points and GUIDE.md section.")
+    p.set_defaults(handler=cmd_list)
+
+    p = sub.add_parser("hint", help="one of a concept's hints, from a nudge to nearly the answer",
+                       description="Print one hint for CONCEPT. Level 1 is a gentle nudge; each level is nearer "
+                       "the answer; the last nearly gives it.")
+    p.add_argument("concept", type=concept_argument, metavar="CONCEPT", help=f"one of: {names}")
+    p.add_argument("--level", type=int, default=1, metavar="N", help="which hint (default 1)")
+    p.set_defaults(handler=cmd_hint)
+
+    p = sub.add_parser(
+        "status", help="each concept's state and the next one to work on (runs no test)",
+        description="Each concept's state: not started (every function still raises not_implemented), "
+        "failing k of n, done (every test not marked slow passed), or changed since last check (the code changed "
+        "after the last recorded run). Results are recorded in .kata/progress.json whenever the tests run on "
+        "exercises/ (kata check, kata watch, or pytest itself). No test runs: the answer is immediate.")
+    p.set_defaults(handler=cmd_status)
+
+    for command, verb in (("check", "Run"), ("watch", "Run again, whenever a file in exercises/ changes,")):
+        p = sub.add_parser(
+            command,
+            help="run one concept's tests on exercises/" if command == "check"
+            else "check again whenever a file in exercises/ changes, until Ctrl-C",
+            description=f"{verb} the tests of CONCEPT against exercises/ (pytest -m CONCEPT --impl exercises). "
+            "Default: the next concept that is not done (see kata status). Tests marked slow (integration runs "
+            "that train an agent) are left out unless --slow; a concept counts as done without them. A test that "
+            f"runs longer than {DEFAULT_TEST_TIMEOUT:g} s ({SLOW_TEST_TIMEOUT:g} s with --slow) fails as timed "
+            "out, and the rest of its concept is not run.")
+        p.add_argument("concept", nargs="?", type=concept_argument, metavar="CONCEPT",
+                       help=f"one of: {names} (default: the next unfinished)")
+        p.add_argument("--slow", action="store_true", help="include the slow integration tests")
+        if command == "watch":
+            p.add_argument("--interval", type=positive_float, default=0.5, metavar="SECONDS",
+                           help="how often to look for changes (default 0.5)")
+        p.set_defaults(handler=cmd_check if command == "check" else cmd_watch)
