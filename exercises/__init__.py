@@ -1,7 +1,7 @@
 """Your implementations: one module per concept. Fill in the stubs; `pytest -m <concept>` checks one.
 
-Public names are the manifest's (kata/concepts/manifest.py), imported from their module when first used, so a module
-that does not import yet never stops the others from being tested.
+Public names are the course's (kata/concepts/course.toml), imported from their module when first used, so a
+module that does not import yet never stops the others from being tested.
 """
 
 from kata.concepts.package import export_concepts

@@ -1,4 +1,4 @@
-"""Exercise 2 — baselines: no baseline, the same-group mean, and RLOO (GUIDE.md §2).
+"""Exercise 2 — Baselines: no baseline, the same-group mean, and RLOO (GUIDE.md §2).
 
 For a prompt we sample a group of G responses with rewards ``r_1..r_G``. The REINFORCE estimate from the group is
 ``(1/G) Σ_i ∇log π(y_i) · A_i``. The advantage ``A_i`` may subtract a baseline ``b_i`` without changing the expected

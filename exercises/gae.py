@@ -1,4 +1,4 @@
-"""Exercise 3 — generalised advantage estimation with two masks (GUIDE.md §3).
+"""Exercise 3 — GAE with two masks: bootstrap and trace cuts (GUIDE.md §3).
 
 Two different questions decide how a record's advantage is built:
 

@@ -1,4 +1,4 @@
-"""Exercise 5 — complete PPO on CartPole (GUIDE.md §5).
+"""Exercise 5 — Complete PPO on CartPole (GUIDE.md §5).
 
 The frame (``kata.rl.ppo``) collects rollouts from the course's CartPole, values them, evaluates and logs. This
 module holds the parts the concept teaches, and ``train_ppo`` hands them, with this package's own ``gae`` function,

@@ -1,4 +1,4 @@
-"""Exercise 6 — response masks and the causal shift (GUIDE.md §6).
+"""Exercise 6 — Response masks and the causal shift (GUIDE.md §6).
 
 Which label columns belong to the response, and the log-probabilities of those labels.
 

@@ -1,4 +1,4 @@
-"""Exercise 8 — the RLOO loop: a tiny autoregressive policy learns from a verifier (GUIDE.md §8).
+"""Exercise 8 — The RLOO loop: a tiny autoregressive policy learns from a verifier (GUIDE.md §8).
 
 One executable path through everything the module teaches about language-model policies: responses of different
 lengths ended by a sampled EOS, the causal shift, prompt and padding masks, a leave-one-out group baseline and

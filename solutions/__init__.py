@@ -1,6 +1,6 @@
 """The reference implementations: one module per concept, the same names and signatures as exercises/.
 
-Public names are the manifest's (kata/concepts/manifest.py), imported from their module when first used.
+Public names are the course's (kata/concepts/course.toml), imported from their module when first used.
 """
 
 from kata.concepts.package import export_concepts

@@ -1,4 +1,4 @@
-"""Concept 2 — baselines: no baseline, the same-group mean, and RLOO (GUIDE.md §2).
+"""The reference for baselines: no baseline, the same-group mean, and RLOO.
 
 For a prompt we sample a group of G responses with rewards ``r_1..r_G``. The REINFORCE estimate from the group is
 ``(1/G) Σ_i ∇log π(y_i) · A_i``. The advantage ``A_i`` may subtract a baseline ``b_i`` without changing the expected

@@ -1,4 +1,4 @@
-"""Concept 4 — PPO's clipped objectives and diagnostics (GUIDE.md §4).
+"""The reference for PPO's clipped objectives and diagnostics.
 
 PPO reuses one batch for several gradient steps. The data were sampled by the old policy, so each sample is
 reweighted by the probability ratio ``r = π_new(a|s) / π_old(a|s) = exp(new_log_prob - old_log_prob)``. To keep

@@ -1,4 +1,4 @@
-"""Concept 3 — generalised advantage estimation with two masks (GUIDE.md §3).
+"""The reference for generalised advantage estimation with two masks.
 
 Two different questions decide how a record's advantage is built:
 

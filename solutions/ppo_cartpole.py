@@ -1,4 +1,4 @@
-"""Concept 5 — complete PPO on CartPole (GUIDE.md §5).
+"""The reference for complete PPO on CartPole.
 
 The frame (``kata.rl.ppo``) collects rollouts from the course's CartPole, values them, evaluates and logs. This
 module holds the parts the concept teaches, and ``train_ppo`` hands them, with this package's own ``gae`` function,

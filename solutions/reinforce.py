@@ -1,4 +1,4 @@
-"""Concept 1 — REINFORCE: the score-function estimator and the detach contract (GUIDE.md §1).
+"""The reference for REINFORCE: the score-function estimator and the detach contract.
 
 The policy gradient is ``∇θ E[R] = E[∇θ log πθ(a|s) · A]``: the reward is never differentiated, only the
 log-probability of the action that was taken. An autograd framework gets there through a *surrogate loss*, a

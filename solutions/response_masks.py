@@ -1,4 +1,4 @@
-"""Concept 6 — response masks and the causal shift (GUIDE.md §6).
+"""The reference for response masks and the causal shift.
 
 Which label columns belong to the response, and the log-probabilities of those labels.
 

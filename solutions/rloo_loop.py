@@ -1,4 +1,4 @@
-"""Concept 8 — the RLOO loop: a tiny autoregressive policy learns from a verifier (GUIDE.md §8).
+"""The reference for the RLOO loop: a tiny autoregressive policy learns from a verifier.
 
 One executable path through everything the module teaches about language-model policies: responses of different
 lengths ended by a sampled EOS, the causal shift, prompt and padding masks, a leave-one-out group baseline and

@@ -1,4 +1,4 @@
-"""Concept 7 — token-level PPO: masked terms, reductions and exact sequence ratios (GUIDE.md §7).
+"""The reference for token-level PPO: masked terms, reductions and exact sequence ratios.
 
 Every array here is ``[B, L]`` with columns aligned with the labels ``input_ids[:, 1:]`` and a 0/1 ``mask`` from
 ``response_token_mask``. Positions outside the mask (prompt, padding, after EOS) may hold any value, even extreme

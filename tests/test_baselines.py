@@ -1,4 +1,4 @@
-"""Concept 2 — baselines (GUIDE.md §2): no baseline, the same-group mean, RLOO, and the simulation."""
+"""The baselines tests: no baseline, the same-group mean, RLOO, and the simulation."""
 
 from __future__ import annotations
 

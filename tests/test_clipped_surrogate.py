@@ -1,4 +1,4 @@
-"""Concept 4 — PPO's clipped objectives and diagnostics (GUIDE.md §4).
+"""The clipped_surrogate tests: PPO's clipped objectives and diagnostics.
 
 Every property is checked against the formulas written out here in NumPy: r = exp(new - old), the clip binds
 where A > 0 and r > 1 + ε or A < 0 and r < 1 - ε, and the per-sample gradient of the policy loss with respect to

@@ -1,4 +1,4 @@
-"""Concept 3 — GAE with two masks (GUIDE.md §3).
+"""The gae tests: GAE with two masks.
 
 The reference formula every property is checked against is the explicit O(T²) sum, written here without any
 recursion: A_t = Σ_{k≥t} (γλ)^{k-t} · [no trace cut in t..k-1] · δ_k, with δ_k = r_k + γ·V'_k·(1 - term_k) - V_k.

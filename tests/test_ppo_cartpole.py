@@ -1,4 +1,4 @@
-"""Concept 5 — complete PPO on CartPole (GUIDE.md §5).
+"""The ppo_cartpole tests: complete PPO on CartPole.
 
 The masks and bootstrap values are checked against their definitions for every flag combination; the update is
 watched from outside: a spy actor sees which samples each epoch uses, a spy optimizer sees the gradient it is asked

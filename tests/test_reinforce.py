@@ -1,4 +1,4 @@
-"""Concept 1 — REINFORCE: the score-function estimator and the detach contract (GUIDE.md §1).
+"""The reinforce tests: REINFORCE, the score-function estimator and the detach contract.
 
 The policy-gradient properties use a one-state softmax policy with K actions and parameters θ = its logits,
 where everything is exact: the expected reward J(θ) = Σ_a π_a R_a has the analytic gradient

@@ -1,4 +1,4 @@
-"""Concept 6 — response masks and the causal shift (GUIDE.md §6)."""
+"""The response_masks tests: response masks and the causal shift."""
 
 from __future__ import annotations
 

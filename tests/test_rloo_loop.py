@@ -1,4 +1,4 @@
-"""Concept 8 — the RLOO loop (GUIDE.md §8): sampling with EOS and padding, grouped RLOO advantages, the masked token
+"""The rloo_loop tests: sampling with EOS and padding, grouped RLOO advantages, the masked token
 loss, one PPO iteration, and the whole loop.
 
 Every expected value is computed here from first principles: the response columns from the rows' known lengths,

@@ -1,4 +1,4 @@
-"""Concept 7 — token-level PPO: masked terms, reductions and exact sequence ratios (GUIDE.md §7)."""
+"""The token_objectives tests: token-level PPO: masked terms, reductions and exact sequence ratios."""
 
 from __future__ import annotations
 

@@ -95,9 +95,9 @@ def catalogue_problems(kind: str, concept_names: list[str], listed_names) -> lis
         listed = set(listed_names(concept(name)))
         folder = root / name
         present = {p.stem for p in folder.glob("*.py") if not p.stem.startswith("_")} if folder.is_dir() else set()
-        problems += [f"{name}/{m}: listed in kata/concepts/manifest.py but {folder_name}/{name}/{m}.py is missing"
+        problems += [f"{name}/{m}: listed in kata/concepts/course.toml but {folder_name}/{name}/{m}.py is missing"
                      for m in sorted(listed - present)]
-        problems += [f"{name}/{m}: {folder_name}/{name}/{m}.py is not listed in kata/concepts/manifest.py"
+        problems += [f"{name}/{m}: {folder_name}/{name}/{m}.py is not listed in kata/concepts/course.toml"
                      for m in sorted(present - listed)]
     return problems
 

@@ -12,8 +12,9 @@ In ``solutions/<concept>.py`` the student's part is marked, and the stub's text 
     # raise not_implemented("gae_advantages")
     # END STUB
 
-Every other line is copied as it is, except the module docstring's first word: "Concept 3 —" becomes
-"Exercise 3 —". A marker stands alone on its line; the lines of a STUB block are indented at least as far as its
+Every other line is copied as it is, except the module docstring's first line, which the stub gets from the course
+data: "Exercise 3 — <title> (GUIDE.md §3)." (a solution's own first line says what it is: "The reference for ...").
+A marker stands alone on its line; the lines of a STUB block are indented at least as far as its
 ``# BEGIN STUB`` and start with ``#`` there (a bare ``#`` is a blank line). SOLUTION and STUB blocks do not nest. The
 stub must compile, or nothing is written.
 
@@ -29,7 +30,6 @@ from __future__ import annotations
 
 import argparse
 import difflib
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -42,15 +42,20 @@ from kata.concepts.manifest import CONCEPTS, Concept
 BEGIN_SOLUTION, END_SOLUTION = "# BEGIN SOLUTION", "# END SOLUTION"
 BEGIN_STUB, END_STUB = "# BEGIN STUB", "# END STUB"
 _OPENS = {BEGIN_SOLUTION: END_SOLUTION, BEGIN_STUB: END_STUB}
-_TITLE = re.compile(r'^"""Concept (\d+) — ')
 
 
 class StubMarkupError(ValueError):
     """A solution's markers are malformed; the message names the file and line."""
 
 
-def stub_text(solution: str, source: str = "<solution>") -> str:
-    """The stub written from one solution module's text (see the module docstring for the markers)."""
+def stub_header(concept: Concept) -> str:
+    """The first line of a stub's docstring: ``Exercise 3 — <title> (GUIDE.md §3).``, from the course data."""
+    return f"Exercise {concept.number} — {concept.title} ({concept.guide_section})."
+
+
+def stub_text(solution: str, source: str = "<solution>", header: str | None = None) -> str:
+    """The stub written from one solution module's text (see the module docstring for the markers); ``header``
+    replaces the first line of the module docstring."""
     lines: list[str] = []
     block: str | None = None  # the marker that opened the current block
     opened_at, indent = 0, ""
@@ -70,8 +75,11 @@ def stub_text(solution: str, source: str = "<solution>") -> str:
             lines.append(line)
     if block is not None:
         raise StubMarkupError(f"{source}:{opened_at}: {block} is never closed by {_OPENS[block]}")
-    if lines:
-        lines[0] = _TITLE.sub(r'"""Exercise \1 — ', lines[0])
+    if header is not None:
+        if not lines or not lines[0].startswith('"""'):
+            raise StubMarkupError(f"{source}:1: a concept module starts with its docstring")
+        closes = lines[0].rstrip("\n").endswith('"""') and len(lines[0].strip()) > 3
+        lines[0] = f'"""{header}' + ('"""\n' if closes else "\n")
     text = "".join(lines)
     try:
         compile(text, source, "exec")
@@ -124,7 +132,7 @@ def plan(concepts: Sequence[Concept] = CONCEPTS, solutions: Path = REPOSITORY_RO
     for concept in concepts:
         source = solutions / f"{concept.name}.py"
         path = exercises / f"{concept.name}.py"
-        text = stub_text(source.read_text(encoding="utf-8"), str(source))
+        text = stub_text(source.read_text(encoding="utf-8"), str(source), stub_header(concept))
         current = path.read_text(encoding="utf-8") if path.exists() else None
         stubs.append(Stub(concept, path, text, current))
     return stubs

@@ -75,7 +75,7 @@ class Implementation:
         try:
             owner = concept_of_export(name)
         except KeyError:
-            raise AttributeError(f"{name!r} is not a public name of the kata (see kata/concepts/manifest.py)") from None
+            raise AttributeError(f"{name!r} is not a public name of the kata (see kata/concepts/course.toml)") from None
         module = self.module(owner.name)
         try:
             return getattr(module, name)

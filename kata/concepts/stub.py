@@ -12,7 +12,8 @@ def not_implemented(function_name: str, concept: str | None = None) -> NotImplem
     """The error a stub raises: names the function, its concept, the GUIDE section and the hint command.
 
     ``raise not_implemented("gae_advantages")`` reads, for a student:
-    ``not implemented yet: gae_advantages — GUIDE.md §3 (run `kata hint gae`)``.
+    ``not implemented yet: gae_advantages — GUIDE.md §3 (run `kata hint gae`)``, where §3 is the section of
+    gae, the concept that exports the function (its number comes from the course data).
     """
     owner = concept_named(concept) if concept else concept_of_export(function_name)
     return NotImplementedError(

@@ -135,7 +135,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
                    help="grade every concept on the submission's own earlier concepts too (default: each concept "
                    "on its own module and the reference's for the concepts it builds on)")
     p.add_argument("--concepts", type=lambda text: [concept_argument(n) for n in text.split(",") if n],
-                   default=None, metavar="NAME,NAME", help="grade these concepts only (default: all eight)")
+                   default=None, metavar="NAME,NAME", help="grade these concepts only (default: all)")
     p.set_defaults(handler=cmd_grade)
 
     p = sub.add_parser(

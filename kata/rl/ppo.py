@@ -24,9 +24,9 @@ import numpy as np
 import torch
 
 from kata.concepts.arrays import check_choice, check_integer, check_non_negative, check_positive, check_probability
+from kata.rl import PROFILES
 from kata.rl.cartpole import ACTION_COUNT, MAX_EPISODE_STEPS, OBSERVATION_SIZE, CartPoleBatch
 from kata.rl.speedups import Adam, DeferredEvaluation, PolicySnapshot
-from kata.concepts.manifest import PROFILES
 from kata.rl.networks import Actor, Critic, action_log_probs
 from kata.rl.threads import torch_threads
 

@@ -25,8 +25,8 @@ import torch
 from kata.concepts.contracts.token_objectives import REDUCTIONS
 from kata.concepts.arrays import check_choice, check_integer, check_positive, to_numpy
 from kata.rl.speedups import Adam
-from kata.concepts.manifest import PROFILES
 from kata.rl.threads import torch_threads
+from kata.rl import PROFILES
 from kata.rl.sequence_task import (
     MAX_NEW_TOKENS,
     PROMPT_LENGTH,

@@ -1,5 +1,3 @@
-"""Groups formed along the batch axis: each baseline averages one position across all prompts."""
-
 from kata.concepts.arrays import like_inputs
 from kata.concepts.contracts.baselines import group_rewards
 

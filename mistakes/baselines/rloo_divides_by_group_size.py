@@ -1,5 +1,3 @@
-"""The leave-one-out mean divided by G instead of G - 1."""
-
 from kata.concepts.arrays import like_inputs
 from kata.concepts.contracts.baselines import group_rewards
 

@@ -1,5 +1,3 @@
-"""The sample is included in its own baseline: the same-group mean is called RLOO."""
-
 from kata.concepts.arrays import like_inputs
 from kata.concepts.contracts.baselines import group_rewards
 

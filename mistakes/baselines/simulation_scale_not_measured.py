@@ -1,5 +1,3 @@
-"""The simulation copies the predicted (G-1)/G into observed_scale instead of measuring it."""
-
 from solutions.baselines import simulate_group_baseline_bias as _reference
 
 

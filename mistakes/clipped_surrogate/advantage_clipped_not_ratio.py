@@ -1,5 +1,3 @@
-"""The advantage is clipped to [1 - ε, 1 + ε] instead of the probability ratio."""
-
 import torch
 
 from kata.concepts.arrays import like_inputs

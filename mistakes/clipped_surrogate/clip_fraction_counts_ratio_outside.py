@@ -1,6 +1,3 @@
-"""The active clip fraction counts every ratio outside [1 - ε, 1 + ε], whatever the advantage's sign: it reports
-samples the clip does not touch (their gradient is not zero)."""
-
 import torch
 
 from kata.concepts.arrays import like_inputs

@@ -1,5 +1,3 @@
-"""The entropy term is added to the loss, so minimising the loss lowers the entropy: a penalty, not a bonus."""
-
 from kata.concepts.arrays import like_inputs
 from kata.concepts.contracts.clipped_surrogate import ppo_loss_inputs
 

@@ -1,5 +1,3 @@
-"""The entropy bonus is computed and never added to the loss: the coefficient does nothing."""
-
 from kata.concepts.arrays import like_inputs
 from kata.concepts.contracts.clipped_surrogate import ppo_loss_inputs
 

@@ -1,5 +1,3 @@
-"""The k1 estimate mean(old - new log-probs) reported as a KL: unbiased, but one batch can make it negative."""
-
 from kata.concepts.arrays import like_inputs
 from kata.concepts.contracts.clipped_surrogate import ratio_inputs
 

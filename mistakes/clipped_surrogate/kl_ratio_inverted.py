@@ -1,6 +1,3 @@
-"""The k3 estimator with the ratio inverted, old/new: non-negative, but under samples from the old policy it
-does not estimate KL(old ‖ new) (nor any KL)."""
-
 import torch
 
 from kata.concepts.arrays import like_inputs

@@ -1,5 +1,3 @@
-"""The optimistic max of the two branches instead of the pessimistic min: the clip never holds the ratio back."""
-
 import torch
 
 from kata.concepts.arrays import like_inputs

@@ -1,6 +1,3 @@
-"""The old log-probabilities keep their graph: the policy loss pushes gradient into data recorded before the update
-(and, when they come from the same network, moves the reference the ratio is measured against)."""
-
 import torch
 
 from kata.concepts.arrays import like_inputs

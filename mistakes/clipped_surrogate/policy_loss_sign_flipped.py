@@ -1,5 +1,3 @@
-"""The policy loss is +mean(pessimistic): minimising it lowers the clipped objective instead of raising it."""
-
 from kata.concepts.arrays import like_inputs
 from kata.concepts.contracts.clipped_surrogate import surrogate_inputs
 from solutions.clipped_surrogate import clipped_surrogate_terms

@@ -1,6 +1,3 @@
-"""The ratio-outside fraction tests ``|log r| > ε`` instead of ``|r - 1| > ε``: the interval [e^-ε, e^ε] is not
-[1 - ε, 1 + ε], so ratios in (1 + ε, e^ε] and (1 - ε, e^-ε) are counted on the wrong side."""
-
 import torch
 
 from kata.concepts.arrays import check_positive, like_inputs

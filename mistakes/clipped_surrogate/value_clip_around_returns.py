@@ -1,5 +1,3 @@
-"""The value prediction is clipped around the returns instead of around the old values."""
-
 import torch
 
 from kata.concepts.arrays import like_inputs

@@ -1,5 +1,3 @@
-"""The value loss keeps the smaller of the two squared errors (min) instead of the larger (max)."""
-
 import torch
 
 from kata.concepts.arrays import like_inputs

@@ -1,5 +1,3 @@
-"""A terminated record still bootstraps from next_values (a terminal state is given a future)."""
-
 import torch
 
 from kata.concepts.arrays import like_inputs

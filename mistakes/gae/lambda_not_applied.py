@@ -1,5 +1,3 @@
-"""The recursion decays by γ only: λ is ignored (every λ behaves like λ = 1)."""
-
 import torch
 
 from kata.concepts.arrays import like_inputs

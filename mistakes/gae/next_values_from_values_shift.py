@@ -1,5 +1,3 @@
-"""V(s_{t+1}) taken from values[t + 1] instead of next_values: wrong at every cut and at the array's end."""
-
 import torch
 
 from kata.concepts.arrays import like_inputs

@@ -1,5 +1,3 @@
-"""Only `terminated` stops the recursion, so it leaks across time limits and rollout ends."""
-
 import torch
 
 from kata.concepts.arrays import like_inputs

@@ -1,5 +1,3 @@
-"""δ is masked correctly, but the backward recursion ignores every cut and runs through the whole array."""
-
 import torch
 
 from kata.concepts.arrays import like_inputs

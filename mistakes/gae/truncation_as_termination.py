@@ -1,5 +1,3 @@
-"""A record cut by a time limit or the buffer end is treated as terminal: it never bootstraps."""
-
 import torch
 
 from kata.concepts.arrays import like_inputs

@@ -1,6 +1,3 @@
-"""A step that ended an episode bootstraps from the next stored observation, which after the autoreset is the next
-episode's reset observation."""
-
 from __future__ import annotations
 
 import torch

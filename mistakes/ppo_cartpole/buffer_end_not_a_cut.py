@@ -1,5 +1,3 @@
-"""The rollout buffer's last step does not cut the trace: the recursion would run into the next rollout."""
-
 from __future__ import annotations
 
 import torch

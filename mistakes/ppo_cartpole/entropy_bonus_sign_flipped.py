@@ -1,5 +1,3 @@
-"""The entropy enters the update's loss with the wrong sign: minimising the loss lowers the policy's entropy."""
-
 from __future__ import annotations
 
 from solutions.ppo_cartpole import _minibatch_loss as _reference

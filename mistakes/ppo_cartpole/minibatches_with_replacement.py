@@ -1,5 +1,3 @@
-"""Minibatch indices drawn with replacement: within an epoch some samples repeat and others are skipped."""
-
 from __future__ import annotations
 
 import torch

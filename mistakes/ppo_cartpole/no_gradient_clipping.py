@@ -1,5 +1,3 @@
-"""The gradient norm is measured but never clipped: one large minibatch gradient can wreck the policy."""
-
 from __future__ import annotations
 
 import torch

@@ -1,6 +1,3 @@
-"""The old log-probabilities are recomputed with the current policy inside the update: the ratio is always 1 and
-the clip never binds."""
-
 from __future__ import annotations
 
 import torch

@@ -1,5 +1,3 @@
-"""Truncation at the time limit treated as termination: a truncated step never bootstraps."""
-
 from __future__ import annotations
 
 import torch

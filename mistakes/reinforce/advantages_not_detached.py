@@ -1,6 +1,3 @@
-"""The advantages are not detached: gradient flows into them, so the policy loss also trains whatever computed
-them (a critic learns to make the policy's loss small instead of predicting returns)."""
-
 from kata.concepts.arrays import like_inputs
 from kata.concepts.contracts.reinforce import surrogate_inputs
 

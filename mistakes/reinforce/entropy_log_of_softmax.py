@@ -1,5 +1,3 @@
-"""The entropy takes log(softmax(z)): a probability that underflows to 0 gives 0 · log 0 = NaN for large logits."""
-
 import torch
 
 from kata.concepts.arrays import like_inputs

@@ -1,5 +1,3 @@
-"""The logits are used as if they were probabilities: -Σ z log z instead of -Σ p log p with p = softmax(z)."""
-
 import torch
 
 from kata.concepts.arrays import like_inputs

@@ -1,5 +1,3 @@
-"""The softmax and the sum run over the first axis (the batch) instead of the last (the actions)."""
-
 import torch
 
 from kata.concepts.arrays import like_inputs

@@ -1,5 +1,3 @@
-"""The loss is +mean(log π · A): minimising it lowers the probability of actions with positive advantage."""
-
 from kata.concepts.arrays import like_inputs
 from kata.concepts.contracts.reinforce import surrogate_inputs
 

@@ -1,5 +1,3 @@
-"""Reward-to-go runs straight through episode ends: returns leak from one episode into the one before it."""
-
 import torch
 
 from kata.concepts.arrays import like_inputs

@@ -1,5 +1,3 @@
-"""Reward-to-go sums the rest of the episode without discounting: γ is ignored (every γ behaves like 1)."""
-
 import torch
 
 from kata.concepts.arrays import like_inputs

@@ -1,6 +1,3 @@
-"""Response tokens are the non-pad tokens after the prompt, cut at EOS: when pad_token_id == eos_token_id the EOS
-looks like padding and is dropped even with include_eos=True."""
-
 import torch
 
 from kata.concepts.arrays import like_inputs

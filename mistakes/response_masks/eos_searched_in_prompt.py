@@ -1,5 +1,3 @@
-"""An EOS inside the prompt is taken for the end of the response (EOS searched over the whole row)."""
-
 import torch
 
 from kata.concepts.arrays import like_inputs

@@ -1,5 +1,3 @@
-"""include_eos is ignored: the EOS column is always scored, so a caller cannot leave the stop decision out."""
-
 import torch
 
 from kata.concepts.arrays import like_inputs

@@ -1,5 +1,3 @@
-"""The logits at position t are scored against token t instead of the token t + 1 they predict."""
-
 import torch
 
 from kata.concepts.arrays import like_inputs

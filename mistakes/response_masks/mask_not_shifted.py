@@ -1,5 +1,3 @@
-"""The mask is aligned with input_ids[:, :-1] instead of the labels input_ids[:, 1:]: every column is one late."""
-
 import torch
 
 from kata.concepts.arrays import like_inputs

@@ -1,5 +1,3 @@
-"""The padding after the response is in the loss: the mask runs from the response's start to the end of the row."""
-
 import torch
 
 from kata.concepts.arrays import like_inputs

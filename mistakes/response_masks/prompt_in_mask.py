@@ -1,5 +1,3 @@
-"""The prompt tokens are in the loss: the mask runs from the first label, not from the response's first token."""
-
 import torch
 
 from kata.concepts.arrays import like_inputs

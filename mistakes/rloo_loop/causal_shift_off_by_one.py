@@ -1,6 +1,3 @@
-"""The causal shift off by one: the logits at position t are scored against token t (input_ids[:, :-1]) instead
-of token t + 1, the one they predict."""
-
 import torch
 
 from kata.concepts.contracts.rloo_loop import check_loss_arguments

@@ -1,5 +1,3 @@
-"""The EOS that ends a response is left out of the loss (include_eos=False), so stopping is never learned."""
-
 import torch
 
 from kata.concepts.contracts.rloo_loop import check_loss_arguments

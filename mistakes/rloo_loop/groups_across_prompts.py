@@ -1,6 +1,3 @@
-"""Groups formed across prompts: the flat rewards are read as if the prompts were interleaved, so every "group"
-holds one response to each prompt."""
-
 from kata.concepts.arrays import like_inputs
 from kata.concepts.contracts.rloo_loop import grouped_rewards
 from solutions.baselines import rloo_advantages

@@ -1,5 +1,3 @@
-"""The objective to maximise is returned as the loss: minimising it lowers the probability of good responses."""
-
 import torch
 
 from kata.concepts.contracts.rloo_loop import check_loss_arguments

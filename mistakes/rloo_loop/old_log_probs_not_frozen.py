@@ -1,6 +1,3 @@
-"""The old log-probs are recomputed with the current policy at every epoch: the ratio is stuck at 1, so the clip
-never acts and every epoch takes a plain policy-gradient step."""
-
 import torch
 
 from kata.concepts.contracts.rloo_loop import check_iteration_arguments

@@ -1,6 +1,3 @@
-"""Every non-padding label is scored, prompt tokens included: the mask is `labels != PAD` instead of the response
-mask."""
-
 import torch
 
 from kata.concepts.contracts.rloo_loop import check_loss_arguments

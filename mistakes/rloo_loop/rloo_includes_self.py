@@ -1,5 +1,3 @@
-"""The sample is included in its own baseline: each row's advantage is its reward minus its group's mean."""
-
 from kata.concepts.arrays import like_inputs
 from kata.concepts.contracts.rloo_loop import grouped_rewards
 

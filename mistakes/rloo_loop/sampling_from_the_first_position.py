@@ -1,6 +1,3 @@
-"""The next token is drawn from the logits of the FIRST position (model(ids)[:, 0]), which predict the token after
-BOS, instead of the last position's."""
-
 import torch
 
 from kata.concepts.arrays import like_inputs

@@ -1,6 +1,3 @@
-"""Sampling keeps emitting tokens after EOS: no row ever stops, so what follows the EOS is whatever the model
-samples."""
-
 import torch
 
 from kata.concepts.arrays import like_inputs

@@ -1,5 +1,3 @@
-"""sequence_mean divides each row by its response length with no guard: an empty response gives 0 / 0 = NaN."""
-
 from kata.concepts.arrays import like_inputs
 from kata.concepts.contracts.token_objectives import check_reduction, token_ppo_inputs
 from solutions.token_objectives import masked_token_ppo_terms

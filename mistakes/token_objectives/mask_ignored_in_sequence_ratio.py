@@ -1,5 +1,3 @@
-"""The sequence log-ratio sums new - old over every column, prompt and padding included."""
-
 from kata.concepts.arrays import like_inputs
 from kata.concepts.contracts.token_objectives import token_log_prob_pair
 

@@ -1,5 +1,3 @@
-"""Masked positions get ratio 1 but keep their row's advantage, so prompt and padding columns add A to the terms."""
-
 import torch
 
 from kata.concepts.arrays import like_inputs

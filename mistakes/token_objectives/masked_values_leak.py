@@ -1,6 +1,3 @@
-"""The mask is applied after exp: `ratio = exp(new - old)` everywhere, then terms multiplied by the mask. Extreme
-values at masked positions overflow to inf, and 0 * inf is NaN (in the values and in the gradient)."""
-
 import torch
 
 from kata.concepts.arrays import like_inputs

@@ -1,5 +1,3 @@
-"""The function returns the loss (minus the objective) where an objective to maximise is documented."""
-
 from solutions.token_objectives import masked_token_ppo_objective as reference
 
 

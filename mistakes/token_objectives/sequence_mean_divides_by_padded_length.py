@@ -1,5 +1,3 @@
-"""sequence_mean divides each row's sum by the padded length L instead of that row's response length."""
-
 from kata.concepts.arrays import like_inputs
 from kata.concepts.contracts.token_objectives import check_reduction, token_ppo_inputs
 from solutions.token_objectives import masked_token_ppo_terms

@@ -1,5 +1,3 @@
-"""The response's ratio is taken as the mean of its token ratios instead of their product."""
-
 import torch
 
 from kata.concepts.arrays import like_inputs

@@ -1,6 +1,3 @@
-"""The response's ratio is a running product of token ratios: right in exact arithmetic, but the product overflows
-(or underflows) on the way where the sum of log-ratios would not."""
-
 import torch
 
 from kata.concepts.arrays import like_inputs

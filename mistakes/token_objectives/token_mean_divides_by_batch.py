@@ -1,5 +1,3 @@
-"""token_mean divides the sum over response tokens by the number of rows instead of the number of tokens."""
-
 from kata.concepts.arrays import like_inputs
 from kata.concepts.contracts.token_objectives import check_reduction, token_ppo_inputs
 from solutions.token_objectives import masked_token_ppo_terms

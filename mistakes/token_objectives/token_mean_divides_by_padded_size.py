@@ -1,6 +1,3 @@
-"""token_mean divides by every position of the padded batch (B * L), prompt and padding included, instead of by the
-number of response tokens: `(loss * mask).mean()`."""
-
 from kata.concepts.arrays import like_inputs
 from kata.concepts.contracts.token_objectives import check_reduction, token_ppo_inputs
 from solutions.token_objectives import masked_token_ppo_terms

@@ -18,26 +18,31 @@ NAMES = [c.name for c in CONCEPTS]
 
 def test_mistake_files_and_manifest_agree():
     assert catalogue_problems("mistake", NAMES, lambda c: (m.name for m in c.mistakes)) == [], (
-        "every mistake listed in kata/concepts/manifest.py has its file under mistakes/, and every file is listed")
+        "every mistake listed in kata/concepts/course.toml has its file under mistakes/, and every file is listed")
 
 
 def test_variant_files_and_manifest_agree():
     assert catalogue_problems("variant", NAMES, lambda c: (v.name for v in c.variants)) == [], (
-        "every variant listed in kata/concepts/manifest.py has its file under variants/, and every file is listed")
+        "every variant listed in kata/concepts/course.toml has its file under variants/, and every file is listed")
 
 
-def test_every_variant_says_why_it_is_valid():
-    for entry in catalogue_entries("variant", NAMES):
-        path = CATALOGUES["variant"] / f"{entry}.py"
-        docstring = ast.get_docstring(ast.parse(path.read_text()))
-        assert docstring and ("Valid" in docstring or "valid" in docstring), (
-            f"{path}: a variant's docstring must say why it is valid"
-        )
+def test_every_entry_is_explained_once_in_the_course_data():
+    for c in CONCEPTS:
+        for mistake in c.mistakes:
+            assert mistake.misunderstanding, f"{c.name}/{mistake.name}: the course data says what was misunderstood"
+        for variant in c.variants:
+            assert variant.summary and variant.reason, (
+                f"{c.name}/{variant.name}: the course data says what the variant does and why it is valid")
+    for kind in ("mistake", "variant"):
+        for entry in catalogue_entries(kind, NAMES):
+            path = CATALOGUES[kind] / f"{entry}.py"
+            assert ast.get_docstring(ast.parse(path.read_text())) is None, (
+                f"{path}: the {kind} is explained in kata/concepts/course.toml, once; the file holds its code only")
 
 
 def test_a_listed_file_that_is_missing_is_a_problem():
     problems = catalogue_problems("variant", ["gae"], lambda c: ("no_such_variant", *(v.name for v in c.variants)))
-    assert problems == ["gae/no_such_variant: listed in kata/concepts/manifest.py but variants/gae/no_such_variant.py "
+    assert problems == ["gae/no_such_variant: listed in kata/concepts/course.toml but variants/gae/no_such_variant.py "
                         "is missing"], f"a listed variant without its file is reported by name and path: {problems}"
 
 

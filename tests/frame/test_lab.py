@@ -19,7 +19,7 @@ import pytest
 from kata.concepts.impl import REPOSITORY_ROOT
 from kata.lab.plan import SECTION_FIGURES, SECTION_TITLES, plan_for
 from kata.lab.run import main, run_lab
-from kata.concepts.manifest import concept_of_export
+from kata.concepts.manifest import concept, concept_of_export
 
 pytestmark = [pytest.mark.frame, pytest.mark.lab]
 
@@ -184,7 +184,7 @@ def test_a_stub_skips_what_needs_it_and_an_error_fails_only_its_section(tmp_path
         "masks": "failed",
         "rloo": "ran",
     }, f"the stub skips GAE and PPO, the error fails only masks, the rest runs: {status}"
-    line = "skipped: gae_advantages is not implemented yet — GUIDE.md §3 (run `kata hint gae`)"
+    line = f"skipped: gae_advantages is not implemented yet — {concept('gae').guide_section} (run `kata hint gae`)"
     assert lines.count(line) == 2, (
         "the GAE example and PPO (which needs GAE) must each say why they are skipped"
     )

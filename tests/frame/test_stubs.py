@@ -17,7 +17,7 @@ from kata.concepts.manifest import CONCEPTS, concept
 pytestmark = pytest.mark.frame
 
 SOLUTION = textwrap.dedent('''\
-    """Concept 3 — a tiny concept (GUIDE.md §3)."""
+    """The reference for a tiny concept."""
 
     from kata.concepts.arrays import like_inputs
     # BEGIN STUB
@@ -45,7 +45,7 @@ SOLUTION = textwrap.dedent('''\
 ''')
 
 STUB = textwrap.dedent('''\
-    """Exercise 3 — a tiny concept (GUIDE.md §3)."""
+    """HEADER"""
 
     from kata.concepts.arrays import like_inputs
     from kata.concepts.stub import not_implemented
@@ -57,13 +57,13 @@ STUB = textwrap.dedent('''\
         # checked: the input, checked.
         #
         raise not_implemented("double")
-''')
+''').replace("HEADER", stubs.stub_header(concept("gae")))
 
 
 def test_solution_blocks_leave_and_stub_blocks_enter_the_stub():
-    assert stubs.stub_text(SOLUTION) == STUB, (
+    assert stubs.stub_text(SOLUTION, header=stubs.stub_header(concept("gae"))) == STUB, (
         "the stub must be the solution without its SOLUTION blocks, with its STUB blocks uncommented once and "
-        "'Concept' turned into 'Exercise' in the title")
+        "its first line written from the course data: number, title and GUIDE section")
 
 
 @pytest.mark.parametrize("text, complaint", [

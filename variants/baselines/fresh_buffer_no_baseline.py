@@ -1,9 +1,3 @@
-"""No baseline: the rewards written into a freshly allocated buffer, row by row.
-
-Valid: the docstring asks for the rewards themselves in a new array; a buffer from ``empty_like`` filled by
-assignment is one (``copy_`` is differentiable, so a tensor caller keeps autograd).
-"""
-
 from __future__ import annotations
 
 import torch

@@ -1,9 +1,3 @@
-"""RLOO with the leave-one-out baseline as a masked mean: each sample averages the others through a ``[G, G]`` mask.
-
-Valid: row i of ``(1 - I) / (G - 1)`` averages every reward but the i-th, which is the definition of the baseline;
-the matrix product sums in another order than ``(Σ r - r_i) / (G - 1)``, so only the last bits may differ.
-"""
-
 from __future__ import annotations
 
 import torch

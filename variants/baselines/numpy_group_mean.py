@@ -1,9 +1,3 @@
-"""Same-group centring on a NumPy path for NumPy input, torch for tensors.
-
-Valid: ``r - r.mean(axis=1, keepdims=True)`` is the contract's formula; a NumPy caller gets NumPy back in the rewards'
-dtype, a tensor caller a tensor (autograd kept).
-"""
-
 from __future__ import annotations
 
 import torch

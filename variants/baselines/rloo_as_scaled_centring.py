@@ -1,9 +1,3 @@
-"""RLOO advantages as ``G / (G - 1) · (r_i - mean(r))``, the closed form several libraries use.
-
-Valid: ``r_i - (Σ_j r_j - r_i) / (G - 1) = G / (G - 1) · (r_i - mean(r))`` exactly in real arithmetic (the docstring
-states it); in floating point the two differ only in the last bits.
-"""
-
 from __future__ import annotations
 
 from kata.concepts.arrays import like_inputs

@@ -1,9 +1,3 @@
-"""CleanRL's approximate KL, ``((ratio - 1) - logratio).mean()``, without ``expm1``.
-
-Valid: the same non-negative estimator ``mean((r - 1) - log r)``; ``exp(x) - 1`` loses a few bits to cancellation
-where r is near 1, far less than any tolerance a student could be held to.
-"""
-
 from __future__ import annotations
 
 from kata.concepts.arrays import like_inputs

@@ -1,9 +1,3 @@
-"""CleanRL's policy loss: ``max(-A · r, -A · clip(r, 1 - ε, 1 + ε)).mean()``.
-
-Valid: ``max(-x, -y) = -min(x, y)``, so this is ``-mean(min(r · A, clip(r) · A))``, the documented loss, with the
-same gradient (the max picks the same branch the min would).
-"""
-
 from __future__ import annotations
 
 import torch

@@ -1,10 +1,3 @@
-"""CleanRL's clip fraction: ``((ratio - 1).abs() > ε).float().mean()``, a float32 fraction.
-
-Valid: it counts exactly the samples with ``|r - 1| > ε``; the fraction k/N comes back as float32 (``.float()``),
-which the docstring allows for a fraction: float32 holds k/N for any batch the tests use to far better than the
-tolerance of a count.
-"""
-
 from __future__ import annotations
 
 import torch

@@ -1,9 +1,3 @@
-"""The four clipped-surrogate terms computed in float64 and cast back to the inputs' promoted dtype.
-
-Valid: the same formulas with more precision on the way; every output has the documented dtype and shape, old
-log-probs and advantages stay detached, and the casts keep gradient into ``new_log_probs``.
-"""
-
 from __future__ import annotations
 
 import torch

@@ -1,9 +1,3 @@
-"""The clipped value loss with the clipped prediction chosen by ``torch.where`` instead of ``clamp``.
-
-Valid: ``V_old + clip(V - V_old, -ε, ε)`` is ``V`` where ``|V - V_old| <= ε`` and ``V_old ± ε`` beyond; the max of the
-two squared errors and the factor 0.5 are the documented ones. Gradient reaches ``values`` only.
-"""
-
 from __future__ import annotations
 
 import torch

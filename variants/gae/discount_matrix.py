@@ -1,9 +1,3 @@
-"""GAE without a Python loop: ``A = M δ`` with ``M[t, s] = (γλ)^(s - t)`` while no trace cut lies in ``[t, s)``.
-
-Valid: unrolling ``A_t = δ_t + γλ (1 - cut_t) A_{t+1}`` gives exactly this sum; two records share a trace when the
-count of cuts strictly before each is equal. The sums run in another order, so only the last bits may differ.
-"""
-
 from __future__ import annotations
 
 import torch

@@ -1,9 +1,3 @@
-"""GAE computed in float64 and cast back to the promoted dtype of the inputs.
-
-Valid: the same recursion in more precision than the contract asks; the result has the promoted floating dtype of
-the three value arrays, as documented, and the casts keep autograd.
-"""
-
 from __future__ import annotations
 
 import torch

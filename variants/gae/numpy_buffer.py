@@ -1,9 +1,3 @@
-"""GAE on a NumPy path for NumPy input, written backwards into a fresh buffer; tensors keep the torch path.
-
-Valid: the same recursion; a NumPy caller gets NumPy back in the promoted dtype, and tensor input (which may carry
-autograd) goes through the reference's out-of-place loop.
-"""
-
 from __future__ import annotations
 
 import numpy as np

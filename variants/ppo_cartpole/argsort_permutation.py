@@ -1,6 +1,3 @@
-"""The epoch's permutation drawn as ``argsort`` of uniform noise from the same generator: a uniform permutation,
-as valid as ``randperm``, but a different random stream."""
-
 from __future__ import annotations
 
 import torch

@@ -1,10 +1,3 @@
-"""The minibatch's policy loss written inline in CleanRL's form, ``mean(max(-A·r, -A·clip(r, 1 - ε, 1 + ε)))``.
-
-Valid: ``max(-x, -y) = -min(x, y)``, so this is the reference's ``-mean(min(r·A, clip(r)·A))`` with the ratio taken
-as ``exp(log π - log π_old)`` inline; the value loss and the entropy bonus are the reference's. Negation is exact
-in floating point, so a run is the reference's bit for bit: the variant checks that the tests accept the form.
-"""
-
 from __future__ import annotations
 
 import torch

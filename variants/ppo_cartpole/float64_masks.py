@@ -1,11 +1,3 @@
-"""GAE's masks and bootstrap values computed in float64 arithmetic (0/1 flags as numbers) and cast back.
-
-Valid: the flags are 0 or 1, so ``max(terminated, truncated, buffer_end)`` in float64 is the logical "or" exactly,
-and ``where(done, final_values, following)`` taken in float64 picks one of two values that float64 holds exactly,
-so the cast back restores it. The results equal the reference's bit for bit, in the input's
-kind and dtype (bool masks, float32 values): what a student writes who thinks of masks as multipliers.
-"""
-
 from __future__ import annotations
 
 import torch

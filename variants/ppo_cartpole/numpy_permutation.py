@@ -1,11 +1,3 @@
-"""Each epoch's permutation drawn by NumPy from a seed taken off the torch generator.
-
-Valid: ``numpy.random.Generator.permutation`` is a uniform permutation, cut into the same minibatches, so every
-sample is used once per epoch. The seed is drawn from ``generator``, which therefore still fixes the shuffle (the
-same state gives the same minibatches) and advances between epochs (each epoch shuffles differently). Only the
-random stream differs from ``torch.randperm``'s.
-"""
-
 from __future__ import annotations
 
 import numpy as np

@@ -1,9 +1,3 @@
-"""The surrogate loss computed in float64 and cast back to the inputs' dtype, as code written for numerical care does.
-
-Valid: ``-mean(log π · A)`` with A detached, in more precision than the contract needs; the result has the promoted
-dtype of the inputs, and gradient reaches ``log_probs`` through the casts.
-"""
-
 from __future__ import annotations
 
 import torch

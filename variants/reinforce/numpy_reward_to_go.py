@@ -1,9 +1,3 @@
-"""Reward-to-go on a NumPy path for NumPy input (a fresh buffer written backwards), torch for tensors.
-
-Valid: the same recursion ``G_t = r_t + γ (1 - end_t) G_{t+1}``; a NumPy caller gets a NumPy array of the rewards'
-dtype, and tensor input (which may carry autograd) keeps the reference's out-of-place torch path.
-"""
-
 from __future__ import annotations
 
 import numpy as np

@@ -1,9 +1,3 @@
-"""Entropy from ``torch.distributions.Categorical(logits=...).entropy()``, as most libraries compute it.
-
-Valid: the library normalises the logits with ``logsumexp`` and clamps -inf log-probabilities to the lowest finite
-number before multiplying by the probabilities, so an impossible action adds exactly 0, as the contract asks.
-"""
-
 from __future__ import annotations
 
 import torch

@@ -1,10 +1,3 @@
-"""Reward-to-go without a Python loop: ``G = M r`` with ``M[t, s] = γ^(s - t)`` for ``s >= t`` inside t's episode.
-
-Valid: ``G_t = Σ_{s >= t, no episode end in [t, s)} γ^(s - t) r_s`` is the recursion written out; two steps share an
-episode exactly when the count of ends strictly before each is the same. The sums run in another order than the
-backward recursion, so the last bits may differ; autograd flows through the matrix product.
-"""
-
 from __future__ import annotations
 
 import torch

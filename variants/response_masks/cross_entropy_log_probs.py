@@ -1,9 +1,3 @@
-"""Token log-probs as ``-cross_entropy(logits, labels, reduction="none")``, as many training loops write them.
-
-Valid: cross entropy with one label is ``-log_softmax(logits)[label]``; the logits at positions ``0 .. T-2`` are scored
-against the labels ``input_ids[:, 1:]``, so column j is the log-prob of token j + 1, in the logits' dtype.
-"""
-
 from __future__ import annotations
 
 import torch.nn.functional as F

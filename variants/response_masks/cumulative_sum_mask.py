@@ -1,11 +1,3 @@
-"""The response mask from cumulative sums: a token is in the response while no EOS has been seen before it, and,
-in a row without EOS, while a non-pad token is still to come.
-
-Valid: ``cumsum(is_eos) - is_eos == 0`` marks the positions up to and including the first response EOS; a reversed
-cumulative sum of non-pad response tokens marks the positions up to the last of them. Together with
-``include_eos`` these are exactly the documented run of ones.
-"""
-
 from __future__ import annotations
 
 import torch

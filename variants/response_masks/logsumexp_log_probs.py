@@ -1,9 +1,3 @@
-"""Token log-probs as the gathered logit minus ``logsumexp`` over the vocabulary, computed on the shifted slice.
-
-Valid: ``log_softmax(z)[y] = z[y] - logsumexp(z)``; slicing the last position off before normalising rather than
-after changes nothing but speed.
-"""
-
 from __future__ import annotations
 
 import torch

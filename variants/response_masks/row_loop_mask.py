@@ -1,10 +1,3 @@
-"""The response mask built row by row in a Python loop, written into a fresh zero buffer.
-
-Valid: for each row, the response starts at the prompt's end and stops at the first EOS at or after it (kept only
-with ``include_eos``) or, without one, at the last non-pad token; the label column of token k is k - 1. The result
-is int64 ``[B, T - 1]``, NumPy for NumPy input.
-"""
-
 from __future__ import annotations
 
 import torch

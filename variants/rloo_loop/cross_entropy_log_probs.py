@@ -1,11 +1,3 @@
-"""The loss's token log-probabilities taken as ``-cross_entropy(logits, labels, reduction="none")`` over the
-causally shifted positions, instead of ``log_softmax`` then ``gather``.
-
-Valid: ``cross_entropy(z, y) = -log softmax(z)[y]``, so the new log-probs are the same numbers up to floating
-rounding (and the same gradient); mask, RLOO advantages, clipping and reduction are the reference's. The old
-log-probs still come from ``token_log_probs``, so the first epoch's ratio is 1 up to rounding.
-"""
-
 from __future__ import annotations
 
 import torch

@@ -1,11 +1,3 @@
-"""Each next token drawn by the Gumbel-max trick: ``argmax(log softmax(z) + g)`` with ``g = -log E``,
-``E ~ Exponential(1)`` from the generator.
-
-Valid: with independent standard Gumbel noise ``g_v`` per token, ``P(argmax_v (log p_v + g_v) = k) = p_k`` exactly,
-so each token has the distribution ``torch.multinomial`` samples from; the generator still fixes every draw. Only
-the random stream differs (one exponential per vocabulary entry instead of one uniform per row).
-"""
-
 from __future__ import annotations
 
 import torch

@@ -1,11 +1,3 @@
-"""Each next token drawn by inverse-CDF sampling: one uniform ``u`` per row from the generator, and the token is
-the number of cumulative probabilities ``u`` reaches, ``sum_k [u >= F_k]`` over ``F_0 .. F_{V-2}``.
-
-Valid: token ``k`` is chosen exactly when ``F_{k-1} <= u < F_k``, with probability ``p_k``, the distribution
-``torch.multinomial`` samples from; the generator still fixes every draw. Every row samples until the longest
-response ends (finished rows keep padding), so the stream differs from the reference's, not the distribution.
-"""
-
 from __future__ import annotations
 
 import torch

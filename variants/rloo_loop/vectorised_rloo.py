@@ -1,9 +1,3 @@
-"""RLOO advantages in closed form, ``G / (G - 1) · (r_i - mean of the group)``, one reshape and no loop.
-
-Valid: ``r_i - (sum_j r_j - r_i) / (G - 1) = (G·r_i - sum_j r_j) / (G - 1) = G / (G - 1) · (r_i - mean)``, the same
-leave-one-out advantage up to float64 rounding; each group still sums to zero and touches no other group.
-"""
-
 from __future__ import annotations
 
 from kata.concepts.arrays import like_inputs

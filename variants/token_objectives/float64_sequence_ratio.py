@@ -1,9 +1,3 @@
-"""The sequence ratio exponentiated in float64 and cast back to the log-probs' dtype.
-
-Valid: ``exp(Σ m (new - old))`` as documented, one exponentiation of the summed log-ratio; the wider exp is at least
-as accurate, and the result has the documented dtype.
-"""
-
 from __future__ import annotations
 
 import torch

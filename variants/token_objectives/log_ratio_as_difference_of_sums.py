@@ -1,9 +1,3 @@
-"""The sequence log-ratio as ``log π_new(y) - log π_old(y)``: each response's summed log-probs, then the difference.
-
-Valid: the log of a product of token ratios is the sum of new log-probs minus the sum of old ones over the response;
-masked positions are set to 0 before summing, so whatever they hold adds nothing.
-"""
-
 from __future__ import annotations
 
 import torch

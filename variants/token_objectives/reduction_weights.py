@@ -1,10 +1,3 @@
-"""The three reductions as one weighted sum ``Σ_ij w_ij p_ij``, each with its own per-token weights.
-
-Valid: token_mean weighs every response token ``1 / max(Σ m, 1)``, sequence_mean ``1 / (B · max(n_i, 1))``,
-sequence_sum_mean ``1 / B``; masked positions weigh 0 (and their terms are exactly 0). These are the documented
-formulas, summed in another order.
-"""
-
 from __future__ import annotations
 
 from kata.concepts.arrays import like_inputs

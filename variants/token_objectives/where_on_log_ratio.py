@@ -1,10 +1,3 @@
-"""Masked token terms from the log-ratio set to 0 off the mask, with the four terms written out inline.
-
-Valid: ``torch.where`` on the difference ``new - old`` (never a product with the mask, which would turn an infinite
-log-prob into NaN) gives ratio exactly 1 and, with the advantage also zeroed there, terms exactly 0 and no gradient
-at masked positions; at response tokens the formulas are those of ``clipped_surrogate_terms``.
-"""
-
 from __future__ import annotations
 
 import torch
