@@ -30,7 +30,7 @@ from kata.concepts import impl as implementations  # noqa: E402
 from kata.lab import sections  # noqa: E402
 from kata.lab.plan import plan_for  # noqa: E402
 from kata.rl import PROFILES  # noqa: E402
-from kata.rl.ppo import first_step_reaching, late_evaluation_minimum, solved_and_held  # noqa: E402
+from kata.testing.training import first_step_reaching, late_evaluation_minimum, solved_and_held  # noqa: E402
 
 BUDGET = {"smoke": (30_000, 6.0), "full": (50_000, 60.0 / 5)}
 REFERENCE = ("for scale, a widely used single-file PPO with its CartPole-v1 defaults (4 envs x 128 steps, lr 2.5e-4 "

@@ -47,7 +47,8 @@ from machine import describe_machine  # noqa: E402
 
 from kata.concepts import impl as implementations  # noqa: E402
 from kata.testing import training as training_checks  # noqa: E402
-from kata.rl.ppo import first_step_reaching, late_evaluation_minimum, profile_config, solved_and_held  # noqa: E402
+from kata.rl.ppo import profile_config  # noqa: E402
+from kata.testing.training import first_step_reaching, late_evaluation_minimum, solved_and_held  # noqa: E402
 
 REPOSITORY = Path(__file__).resolve().parent.parent
 HELD_OUT_REFERENCE_SEEDS = tuple(range(2000, 2020))

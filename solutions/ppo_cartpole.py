@@ -29,16 +29,15 @@ from kata.concepts.arrays import ArrayLike, like_inputs
 # END STUB
 from kata.concepts.contracts.ppo_cartpole import bootstrap_inputs, flag_inputs, minibatch_inputs, update_inputs
 # BEGIN SOLUTION
-from kata.rl.networks import action_log_probs
+from kata.rl.networks import Optimizer, action_log_probs
 # END SOLUTION
 # BEGIN STUB
-# from kata.rl.networks import action_log_probs  # noqa: F401 - for your update
+# from kata.rl.networks import Optimizer, action_log_probs  # noqa: F401 - action_log_probs: for your update
 # END STUB
 from kata.rl.ppo import PPOConfig, RolloutBatch, aggregate_training_runs, profile_config, run_ppo
 # BEGIN STUB
 # from kata.concepts.stub import not_implemented
 # END STUB
-from kata.rl.optim import Optimizer
 
 # BEGIN SOLUTION
 from .clipped_surrogate import (

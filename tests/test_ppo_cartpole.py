@@ -19,7 +19,7 @@ from hypothesis import given
 from kata.rl.speedups import Adam
 from kata.lab.plan import plan_for
 from kata.rl.networks import Actor, Critic, action_log_probs
-from kata.rl.optim import SGD
+from kata.rl.networks import SGD
 from kata.rl.ppo import RolloutBatch, profile_config
 from kata.testing.training import ppo_smoke_verdict
 from kata.testing.strategies import bootstrap_cases, minibatch_layouts, rollout_flags

@@ -40,7 +40,7 @@ from kata.concepts.impl import (
 )
 from kata.concepts.manifest import CONCEPTS, Concept, catalogued_mistake, concept
 from kata.catalogue.probes import PROBES, Observation, ProbeSet, StubCalled, agree
-from kata.rl.threads import torch_threads
+from kata.concepts.arrays import torch_threads
 
 REFERENCE = "solutions"
 MINIMUM_RECALL = 0.9

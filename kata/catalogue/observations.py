@@ -159,7 +159,7 @@ def sampled_responses(function: Callable[..., Any], case: dict) -> Observation:
 def updated_networks(function: Callable[..., Any], case: dict) -> Observation:
     """ppo_update on seeded networks, one whole-batch minibatch per epoch: diagnostics and parameters after."""
     from kata.rl.networks import Actor, Critic, action_log_probs
-    from kata.rl.optim import SGD
+    from kata.rl.networks import SGD
     from kata.rl.ppo import RolloutBatch
 
     generator = torch.Generator().manual_seed(case["seed"])
@@ -184,7 +184,7 @@ def updated_networks(function: Callable[..., Any], case: dict) -> Observation:
 
 def iterated_policy(function: Callable[..., Any], case: dict) -> Observation:
     """rloo_iteration on a seeded small policy with plain SGD: its result and the parameters after."""
-    from kata.rl.optim import SGD
+    from kata.rl.networks import SGD
     from kata.rl.sequence_task import make_policy
 
     model = make_policy(case.pop("seed"), hidden_size=8)

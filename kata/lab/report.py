@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from kata.rl.ppo import SOLVED_RETURN
+from kata.testing.training import SOLVED_RETURN
 
 
 def render_report(data: Mapping[str, Any]) -> str:

@@ -17,7 +17,7 @@ import numpy as np
 from kata.concepts.contracts.token_objectives import REDUCTIONS
 from kata.lab.outcome import as_numpy, floats, plain
 from kata.lab.plan import GAE_EXAMPLE, MASK_EXAMPLE, LabPlan
-from kata.rl.ppo import SOLVED_RETURN, solved_and_held
+from kata.testing.training import SOLVED_RETURN, solved_and_held
 
 # ---- 1. baselines -------------------------------------------------------------------------------------------------
 

@@ -1,14 +1,14 @@
-"""The PPO loop's frame: its configuration, the loop itself (:func:`run_ppo`), and what reads its results.
+"""PPO on the course's CartPole, the loop top to bottom: collect, value, GAE masks, advantages, update, evaluate.
 
-:func:`run_ppo` is the same for every implementation: it receives the concept functions the student writes
-(``gae_masks``, ``bootstrap_values``, ``gae_advantages``, ``ppo_update``) as arguments, so ``exercises.train_ppo``
-trains with the student's code and ``solutions.train_ppo`` with the reference. It never imports ``solutions``.
-One update reads top to bottom in it: rollout, valuing, GAE, the update, logging, evaluation. The few things done
-for speed (a NumPy copy of the actor for acting, evaluations batched together, and the Adam it uses) live in
-:mod:`kata.rl.speedups`, whose docstring gives what each one saves.
+:func:`run_ppo` is the same for every implementation: it receives the functions the student writes (``gae_masks``,
+``bootstrap_values``, ``gae_advantages``, ``ppo_update``) as arguments, so ``exercises.train_ppo`` trains with the
+student's code and ``solutions.train_ppo`` with the reference. It never imports ``solutions``. Everything else an
+update does is here, in plain torch, commented once where it happens.
 
 Every random choice comes from generators derived from ``config.seed``, and torch runs on ``config.torch_threads``
-threads for the run, so a seed reproduces the history bit for bit.
+threads, so a seed reproduces the history bit for bit. ``config.speedups`` (on by default) is the one switch to
+code outside this module: kata.rl.speedups.Adam, torch.optim.Adam's update without the class's start-up cost (what it
+saves: docs/benchmarks.md). The history is the same bit for bit either way.
 """
 
 from __future__ import annotations
@@ -24,14 +24,10 @@ import numpy as np
 import torch
 
 from kata.concepts.arrays import check_choice, check_integer, check_non_negative, check_positive, check_probability
+from kata.concepts.arrays import torch_threads
 from kata.rl import PROFILES
-from kata.rl.cartpole import ACTION_COUNT, MAX_EPISODE_STEPS, OBSERVATION_SIZE, CartPoleBatch
-from kata.rl.speedups import Adam, DeferredEvaluation, PolicySnapshot
+from kata.rl.cartpole import ACTION_COUNT, MAX_EPISODE_STEPS, OBSERVATION_SIZE, CartPoleBatch, step_states
 from kata.rl.networks import Actor, Critic, action_log_probs
-from kata.rl.threads import torch_threads
-
-SOLVED_RETURN = 475.0  # CartPole-v1's published "solved" threshold, on the 500-step ceiling
-
 
 @dataclass(frozen=True)
 class PPOConfig:
@@ -47,11 +43,11 @@ class PPOConfig:
     epochs: int = 8
     minibatch_size: int = 128
     learning_rate: float = 2.5e-3
-    anneal_learning_rate: bool = True  # linearly to 0 over the run: the last updates barely move the policy
+    anneal_learning_rate: bool = True  # linearly: update k of N uses (1 - (k - 1) / N) of it, the last 1 / N
     gamma: float = 0.99
     gae_lambda: float = 0.95
     clip_epsilon: float = 0.2
-    value_clip_epsilon: float = 10.0  # in return units; returns here reach ~100, so 0.2 would freeze the critic
+    value_clip_epsilon: float = 10.0  # in return units: returns are bounded by 1 / (1 - gamma) = 100 here
     # With separate networks and Adam (which rescales each parameter's step), c_v only sets the critic's weight in
     # the shared gradient-norm clip: the larger it is, the more a large critic error shrinks the actor's step too.
     value_coefficient: float = 1.0
@@ -62,15 +58,15 @@ class PPOConfig:
     hidden_sizes: tuple[int, ...] = (64, 64)
     adam_epsilon: float = 1e-5
     evaluation_every: int = 4  # updates between greedy evaluations (the last update is always evaluated)
-    evaluations_per_batch: int = 10  # snapshots evaluated together; 1 evaluates each right after its update
     evaluation_episodes: int = 10
     max_episode_steps: int = MAX_EPISODE_STEPS
     torch_threads: int | None = 1  # None leaves torch's setting alone; tiny networks run fastest on one thread
+    speedups: bool = True  # kata.rl.speedups.Adam instead of torch.optim.Adam: the same update, sooner started
 
     def __post_init__(self) -> None:
         check_integer("seed", self.seed, 0)
         for name in ("total_steps", "num_envs", "rollout_steps", "epochs", "minibatch_size", "evaluation_every",
-                     "evaluations_per_batch", "evaluation_episodes", "max_episode_steps"):
+                     "evaluation_episodes", "max_episode_steps"):
             check_integer(name, getattr(self, name), 1)
         if self.total_steps < self.num_envs * self.rollout_steps:
             raise ValueError(
@@ -107,17 +103,13 @@ def profile_config(mode: str, seed: int = 0) -> PPOConfig:
     Both evaluate greedily on 10 episodes capped at 500 steps. ValueError for any other ``mode``.
     Smoke: 16 environments x 32 steps per update, 8 epochs of 4 minibatches of 128, 29,696 steps: 58 updates and
     1,856 gradient steps, evaluated every 2 updates. Full: the same rollouts, 10 epochs of 4 minibatches of 128,
-    49,152 steps: 96 updates and 3,840 gradient steps, evaluated every 4. The two extra epochs hold the solved
-    policy to the end of the longer run: with 8, 1 of 60 tuning runs lost it in the last fifth; with 10, none did.
-    Robustness on held-out seeds: ``benchmarks/training_robustness.py``.
+    49,152 steps: 96 updates and 3,840 gradient steps, evaluated every 4 (the two extra epochs hold a solved policy
+    to the end of the longer run). How often each solves, on held-out seeds: docs/benchmarks.md.
     """
     check_choice("mode", mode, PROFILES)
     if mode == "smoke":
         return PPOConfig(seed=seed, evaluation_every=2)
     return PPOConfig(seed=seed, total_steps=49_152, epochs=10, evaluation_every=4)
-
-
-# ---- the loop --------------------------------------------------------------------------------------------------
 
 
 class RolloutBatch(NamedTuple):
@@ -144,6 +136,29 @@ UPDATE_DIAGNOSTICS = ("policy_loss", "value_loss", "entropy", "approx_kl", "acti
                       "ratio_outside_fraction", "grad_norm", "epochs_completed")
 
 
+def evaluate_greedy(actor: torch.nn.Module, episodes: int, seed: int,
+                    max_episode_steps: int = MAX_EPISODE_STEPS) -> np.ndarray:
+    """The greedy policy's return on ``episodes`` episodes: float64 ``[episodes]``, each at most ``max_episode_steps``.
+
+    Greedy: the most probable action (ties go to the lower one), so the score does not depend on a random stream.
+    The episodes start from the states environments seeded ``seed, seed + 1, ...`` reset to, the same on every call.
+    """
+    env = CartPoleBatch(check_integer("episodes", episodes, 1), max_episode_steps=max_episode_steps)
+    env.reset(seed=seed)
+    states = env.states  # stepped with the batch's dynamics, without its autoreset: each episode is played once
+    returns = np.zeros(episodes)
+    running = np.ones(episodes, dtype=bool)
+    with torch.no_grad():
+        for _ in range(max_episode_steps):
+            actions = actor(torch.from_numpy(states.astype(np.float32))).argmax(dim=-1).numpy()
+            states, terminated = step_states(states, actions)
+            returns += running  # +1 for every step an episode is still running, the one that ends it included
+            running &= ~terminated
+            if not running.any():
+                break
+    return returns
+
+
 def run_ppo(
     config: PPOConfig,
     *,
@@ -164,12 +179,15 @@ def run_ppo(
     """
     if not isinstance(config, PPOConfig):
         raise ValueError(f"config must be a PPOConfig (see profile_config); got {type(config).__name__}")
-    # On config.torch_threads threads (one by default): tiny networks run fastest so, and float sums keep one order.
+    if config.speedups:
+        from kata.rl.speedups import Adam
+    else:
+        Adam = torch.optim.Adam
     with torch_threads(config.torch_threads):
         started = time.perf_counter()
         timer = {"environment": 0.0, "acting": 0.0, "update": 0.0, "evaluation": 0.0}
         # Independent random streams for independent purposes, all from the one seed, so that changing one (say,
-        # evaluation) never shifts another: NumPy for the environments and the actions, torch for the rest.
+        # evaluation) never shifts another: NumPy for the environments, torch for the rest.
         names = ("environment", "acting", "initialisation", "shuffling", "evaluation")
         children = np.random.SeedSequence(config.seed).spawn(len(names))
         seeds = {name: int(child.generate_state(1, dtype=np.uint32)[0]) for name, child in zip(names, children)}
@@ -177,26 +195,25 @@ def run_ppo(
         actor = Actor(OBSERVATION_SIZE, ACTION_COUNT, config.hidden_sizes, init_generator)
         critic = Critic(OBSERVATION_SIZE, config.hidden_sizes, init_generator)
         # One optimizer over both networks, so that one gradient-norm clip covers both.
-        optimizer = Adam([*actor.parameters(), *critic.parameters()], lr=config.learning_rate,
-                         eps=config.adam_epsilon)
+        optimizer = Adam([*actor.parameters(), *critic.parameters()], lr=config.learning_rate, eps=config.adam_epsilon,
+                         fused=True)
+        acting_generator = torch.Generator().manual_seed(seeds["acting"])
         shuffle_generator = torch.Generator().manual_seed(seeds["shuffling"])
-        acting_rng = np.random.default_rng(seeds["acting"])
         env = CartPoleBatch(config.num_envs, max_episode_steps=config.max_episode_steps)
         observations, _ = env.reset(seed=seeds["environment"])
-        evaluations = DeferredEvaluation(config.evaluation_episodes, seeds["evaluation"], config.max_episode_steps,
-                                         config.evaluations_per_batch)
         steps, n = config.rollout_steps, config.num_envs
         rows: list[dict[str, Any]] = []
+        final_returns = np.full(config.evaluation_episodes, np.nan)
 
         for update in range(1, config.num_updates + 1):
-            # The learning rate falls linearly, from its full value at the first update towards 0 after the last.
+            # The learning rate falls linearly, from its full value at the first update to 1/N of it at the last.
             learning_rate = config.learning_rate
             if config.anneal_learning_rate:
                 learning_rate *= 1.0 - (update - 1) / config.num_updates
             for group in optimizer.param_groups:
                 group["lr"] = learning_rate
 
-            # 1. Rollout: `steps` steps of the n environments with the current policy's sampled actions, stored
+            # 1. Collect: `steps` steps of the n environments with actions sampled from the current policy, stored
             # time-major (row t is step t of every environment). An environment that ends an episode resets itself,
             # so the next stored observation is the next episode's first: the one that ended the episode is kept
             # apart, in final_observations (zeros where no episode ended). Termination (the pole fell, the cart
@@ -208,14 +225,12 @@ def run_ppo(
             truncated = np.empty((steps, n), dtype=bool)
             final_observations = np.zeros((steps, n, OBSERVATION_SIZE), dtype=np.float32)
             episode_returns: list[float] = []
-            policy = PolicySnapshot(actor)  # the actor's weights in NumPy, for acting (see kata.rl.speedups)
-            uniforms = acting_rng.random((steps, n))  # one uniform per action, drawn for the whole rollout at once
             for t in range(steps):
                 acting_started = time.perf_counter()
                 buffer[t] = observations
-                # Inverse-CDF sampling: the action is how many cumulative probabilities the uniform reaches.
-                cumulative = np.cumsum(policy.probabilities(observations), axis=-1)[:, :-1]
-                actions[t] = (uniforms[t][:, None] >= cumulative).sum(axis=-1)
+                with torch.no_grad():
+                    probabilities = torch.softmax(actor(torch.from_numpy(observations)), dim=-1)
+                actions[t] = torch.multinomial(probabilities, 1, generator=acting_generator).squeeze(1).numpy()
                 environment_started = time.perf_counter()
                 observations, rewards[t], terminated[t], truncated[t], info = env.step(actions[t])
                 if "final_observation" in info:
@@ -224,7 +239,6 @@ def run_ppo(
                     episode_returns.extend(info["episode_returns"][done].tolist())
                 timer["acting"] += environment_started - acting_started
                 timer["environment"] += time.perf_counter() - environment_started
-            steps_done = update * config.batch_size
 
             # 2. Value everything in one pass without gradient: the old log-probabilities log π_old(a_t|s_t), and
             # from one critic call V(s_t), V(final observation) where an episode ended, and V(last observation),
@@ -275,7 +289,7 @@ def run_ppo(
                 (batch.returns - batch.old_values).var(unbiased=False)) / returns_variance
             row: dict[str, Any] = {
                 "update": update,
-                "environment_steps": steps_done,
+                "environment_steps": update * config.batch_size,
                 "learning_rate": learning_rate,
                 **{key: float(diagnostics[key]) for key in UPDATE_DIAGNOSTICS},
                 "explained_variance": explained_variance,
@@ -286,20 +300,17 @@ def run_ppo(
             }
             rows.append(row)
 
-            # 6. Every evaluation_every updates, and after the last, evaluate the policy as it is now: greedy
-            # (argmax) actions on evaluation_episodes separate environments, seeded alike every time. The policies
-            # wait and are evaluated together, a few at a time (see kata.rl.speedups); a row is complete once its
-            # evaluation has run.
-            evaluation_started = time.perf_counter()
-            last = update == config.num_updates
-            evaluated = PolicySnapshot(actor) if update % config.evaluation_every == 0 or last else None
-            complete = evaluations.add(row, evaluated, last)
-            timer["evaluation"] += time.perf_counter() - evaluation_started
+            # 6. Evaluate, every evaluation_every updates and after the last: the policy as it is now, greedy, on
+            # evaluation_episodes episodes that start alike every time. The row is reported once it is complete.
+            if update % config.evaluation_every == 0 or update == config.num_updates:
+                evaluation_started = time.perf_counter()
+                final_returns = evaluate_greedy(actor, config.evaluation_episodes, seeds["evaluation"],
+                                                config.max_episode_steps)
+                row["evaluation_mean"], row["evaluation_std"] = float(final_returns.mean()), float(final_returns.std())
+                timer["evaluation"] += time.perf_counter() - evaluation_started
             if progress is not None:
-                for complete_row in complete:
-                    progress(complete_row)
+                progress(row)
 
-    final_returns = evaluations.final_returns
     return {
         "final_evaluation_mean": float(final_returns.mean()),
         "final_evaluation_std": float(final_returns.std()),
@@ -314,7 +325,7 @@ def run_ppo(
     }
 
 
-# ---- several runs ----------------------------------------------------------------------------------------------
+# ---- reading runs ----------------------------------------------------------------------------------------------
 
 
 def evaluation_curve(run: dict[str, Any]) -> tuple[np.ndarray, np.ndarray]:
@@ -324,27 +335,6 @@ def evaluation_curve(run: dict[str, Any]) -> tuple[np.ndarray, np.ndarray]:
     means = np.asarray(history["evaluation_mean"], dtype=np.float64)
     evaluated = np.isfinite(means)
     return steps[evaluated], means[evaluated]
-
-
-def late_evaluation_minimum(run: dict[str, Any], fraction: float = 0.2) -> float:
-    """The lowest evaluation mean among those in the last ``fraction`` of the run's environment steps."""
-    steps, means = evaluation_curve(run)
-    late = steps >= (1.0 - fraction) * run["environment_steps"]
-    return float(means[late].min()) if late.any() else math.nan
-
-
-def solved_and_held(run: dict[str, Any], threshold: float = SOLVED_RETURN) -> bool:
-    """The one definition of "solved" used by the tests, the lab, the benchmarks and the guide: the final greedy
-    evaluation reaches ``threshold`` and so does every evaluation in the last fifth of the run's steps."""
-    late = late_evaluation_minimum(run)
-    return bool(run["final_evaluation_mean"] >= threshold and math.isfinite(late) and late >= threshold)
-
-
-def first_step_reaching(run: dict[str, Any], threshold: float = SOLVED_RETURN) -> float:
-    """Environment steps at the first evaluation whose mean reaches ``threshold`` (NaN if none does)."""
-    steps, means = evaluation_curve(run)
-    reached = np.flatnonzero(means >= threshold)
-    return float(steps[reached[0]]) if reached.size else math.nan
 
 
 def aggregate_training_runs(runs: Sequence[dict[str, Any]]) -> dict[str, np.ndarray]:

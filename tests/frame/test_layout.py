@@ -72,3 +72,51 @@ def test_every_assertion_of_the_tests_carries_a_message():
                 bare.append(f"{path.relative_to(ROOT).as_posix()}:{node.lineno}")
     assert len(paths) > 20, f"tests/ should hold the concept and frame tests; found {len(paths)} files"
     assert not bare, f"every assertion needs a message naming what it checks; these have none: {bare}"
+
+
+# ---- the loops read in one sitting ---------------------------------------------------------------------------------
+
+READING_PATH_FILES, READING_PATH_LINES = 5, 1000
+
+
+def _module_file(name: str):
+    path = ROOT.joinpath(*name.split("."))
+    for candidate in (path / "__init__.py", path.with_suffix(".py")):
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def _module_level_kata_imports(path) -> list[str]:
+    """What a reader of ``path`` must open: its top-level imports of kata (``from kata.x import y``, ``y`` itself
+    when it is a module). Imports inside a function, such as the speedups switch's, are off the reading path."""
+    names = []
+    for node in ast.parse(path.read_text()).body:
+        if isinstance(node, ast.ImportFrom) and node.level == 0 and (node.module or "").startswith("kata"):
+            names += [node.module, *(f"{node.module}.{alias.name}" for alias in node.names)]
+        elif isinstance(node, ast.Import):
+            names += [alias.name for alias in node.names if alias.name.startswith("kata")]
+    return names
+
+
+def reading_path(solution) -> dict[str, int]:
+    """The frame files a solution module pulls in, directly or through one another, with their lengths in lines:
+    ``solutions/`` aside (the concept modules it builds on are read as concepts) and package ``__init__.py`` files
+    aside (a package's map, not code the loop runs through)."""
+    found, pending = {}, _module_level_kata_imports(solution)
+    while pending:
+        path = _module_file(pending.pop())
+        if path is None or path.relative_to(ROOT).as_posix() in found:
+            continue
+        found[path.relative_to(ROOT).as_posix()] = len(path.read_text().splitlines())
+        pending += _module_level_kata_imports(path)
+    return {name: lines for name, lines in found.items() if not name.endswith("__init__.py")}
+
+
+@pytest.mark.parametrize("loop", ["ppo_cartpole", "rloo_loop"])
+def test_a_loop_reads_in_one_sitting(loop):
+    files = reading_path(ROOT / "solutions" / f"{loop}.py")
+    assert len(files) <= READING_PATH_FILES and sum(files.values()) <= READING_PATH_LINES, (
+        f"solutions/{loop}.py pulls in {len(files)} frame files, {sum(files.values())} lines ({files}): a learner "
+        f"reads the loop in at most {READING_PATH_FILES} files and {READING_PATH_LINES} lines; move what is not on "
+        "its path (speed, reporting) behind a switch or into the module that uses it")

@@ -9,8 +9,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from kata.rl.speedups import Adam
-from kata.rl.optim import SGD
-from kata.rl.threads import torch_threads
+from kata.rl.networks import SGD
+from kata.concepts.arrays import torch_threads
 
 pytestmark = pytest.mark.frame
 

@@ -1,5 +1,5 @@
-"""The PPO frame (kata/rl/ppo.py, kata/rl/networks.py, kata/rl/speedups.py): configuration, rollout storage, evaluation,
-aggregation."""
+"""The PPO loop's frame (kata/rl/ppo.py, kata/rl/networks.py): configuration, rollout storage, greedy evaluation,
+the speedups switch, aggregation."""
 
 from __future__ import annotations
 
@@ -10,17 +10,17 @@ import numpy as np
 import pytest
 import torch
 
-from kata.rl.speedups import PolicySnapshot, evaluate_together
 from kata.rl.networks import Actor, Critic, action_log_probs
 from kata.rl.ppo import (
     HISTORY_KEYS,
     UPDATE_DIAGNOSTICS,
     PPOConfig,
     aggregate_training_runs,
-    late_evaluation_minimum,
+    evaluate_greedy,
     profile_config,
     run_ppo,
 )
+from kata.testing.training import late_evaluation_minimum
 
 pytestmark = pytest.mark.frame
 
@@ -98,18 +98,6 @@ def test_networks_are_orthogonal_and_seeded():
         f"the critic gives one value per observation: {tuple(critic(torch.zeros(5, 4)).shape)}")
 
 
-def test_numpy_snapshot_matches_the_actor():
-    actor = Actor(4, 2, (16, 16), torch.Generator().manual_seed(1))
-    observations = np.random.default_rng(0).normal(size=(7, 4)).astype(np.float32)
-    snapshot = PolicySnapshot(actor)
-    with torch.no_grad():
-        expected = torch.softmax(actor(torch.from_numpy(observations)), -1).numpy()
-    np.testing.assert_allclose(snapshot.probabilities(observations), expected, rtol=1e-5, atol=1e-6,
-                               err_msg="the NumPy snapshot's action probabilities equal the torch actor's softmax")
-    np.testing.assert_array_equal(snapshot(observations), expected.argmax(-1),
-                                  err_msg="the snapshot acts greedily: the most probable action")
-
-
 def test_rollout_storage_keeps_final_observations_and_flags_apart():
     # The loop seen through the functions it calls: what GAE's functions and the update receive from one rollout.
     seen = {}
@@ -156,68 +144,52 @@ def test_rollout_storage_keeps_final_observations_and_flags_apart():
 
 
 def test_greedy_evaluation_is_deterministic_and_capped():
-    policy = PolicySnapshot(Actor(4, 2, (8,), torch.Generator().manual_seed(3)))
-    first = evaluate_together([policy], episodes=4, seed=9, max_episode_steps=50)
-    np.testing.assert_array_equal(first, evaluate_together([policy], episodes=4, seed=9, max_episode_steps=50),
-                                  err_msg="evaluating a policy alone or in a batch of one gives the same returns")
-    assert first.shape == (1, 4) and np.all((first >= 1) & (first <= 50)), (
-        f"one row per policy, one return per episode, each in [1, 50]: {first}")
+    actor = Actor(4, 2, (8,), torch.Generator().manual_seed(3))
+    first = evaluate_greedy(actor, episodes=4, seed=9, max_episode_steps=50)
+    np.testing.assert_array_equal(first, evaluate_greedy(actor, episodes=4, seed=9, max_episode_steps=50),
+                                  err_msg="the same policy, episodes and seed give the same returns")
+    assert first.shape == (4,) and np.all((first >= 1) & (first <= 50)), (
+        f"one return per episode, each in [1, 50]: {first}")
 
 
-def _actors(count: int) -> list[Actor]:
-    actors = []
-    for i in range(count):
-        actor = Actor(4, 2, (16, 16), torch.Generator().manual_seed(i))
-        with torch.no_grad():
-            for parameter in actor.parameters():
-                parameter.mul_(1.0 + 2.0 * i)  # from nearly uniform to sharp policies: episodes of many lengths
-        actors.append(actor)
-    return actors
-
-
-def test_policies_evaluated_together_score_as_each_alone():
-    actors = _actors(7)
-    policies = [PolicySnapshot(actor) for actor in actors]
-    together = evaluate_together(policies, episodes=3, seed=4, max_episode_steps=80)
-    alone = np.concatenate([evaluate_together([policy], episodes=3, seed=4, max_episode_steps=80)
-                            for policy in policies])
-    np.testing.assert_array_equal(together, alone,
-                                  err_msg="each policy's returns are the same evaluated together as alone")
-    assert together.shape == (7, 3) and len(np.unique(together)) > 3, "the test needs policies that differ"
-    with pytest.raises(ValueError, match="policies"):
-        evaluate_together([], episodes=3, seed=4)
-
-
-def _jitter_update(actor, critic, optimizer, batch, *, generator, **settings):
-    # Moves the policy a different random way every update, so every evaluated snapshot differs.
+def test_greedy_evaluation_plays_each_episode_once_with_the_most_probable_action():
+    actor = Actor(4, 2, (16,), torch.Generator().manual_seed(1))
     with torch.no_grad():
         for parameter in actor.parameters():
-            parameter.add_(0.5 * torch.randn(parameter.shape, generator=generator))
-    return dict.fromkeys(UPDATE_DIAGNOSTICS, 0.0)
+            parameter.mul_(5.0)  # a sharp policy: some episodes long, some short
+    returns = evaluate_greedy(actor, episodes=3, seed=4, max_episode_steps=80)
+    from kata.rl.cartpole import CartPole
+
+    for episode, expected in enumerate(returns):
+        env = CartPole(max_episode_steps=80)
+        observation, _ = env.reset(seed=4 + episode)
+        played, done = 0, False
+        while not done:
+            with torch.no_grad():
+                action = int(actor(torch.from_numpy(observation[None, :])).argmax())
+            observation, reward, terminated, truncated, _ = env.step(action)
+            played += reward
+            done = terminated or truncated
+        assert played == expected, (
+            f"episode {episode} returns {expected} in the evaluation and {played} played alone, greedily")
 
 
-JITTER_LOOP = dict(
-    gae_masks=lambda terminated, truncated: (terminated, terminated | truncated),
-    bootstrap_values=lambda values, *rest: values,
-    gae_advantages=lambda rewards, values, *rest: torch.zeros_like(values),
-    ppo_update=_jitter_update,
-)
-
-
-@pytest.mark.parametrize("per_batch", [1, 2, 4])
-def test_evaluations_batched_or_not_give_the_same_history(per_batch):
+def test_the_speedups_switch_changes_no_number_of_the_history():
     config = PPOConfig(seed=5, total_steps=7 * 64, num_envs=2, rollout_steps=32, evaluation_every=2,
-                       evaluation_episodes=3, max_episode_steps=60, hidden_sizes=(16,))
-    one_by_one = run_ppo(dataclasses.replace(config, evaluations_per_batch=1), **JITTER_LOOP)
+                       evaluation_episodes=3, max_episode_steps=60, hidden_sizes=(16,), epochs=2, minibatch_size=32)
+    from solutions import gae_advantages, ppo_update
+    from solutions.ppo_cartpole import bootstrap_values, gae_masks
+
+    loop = dict(gae_masks=gae_masks, bootstrap_values=bootstrap_values, gae_advantages=gae_advantages,
+                ppo_update=ppo_update)
+    plain = run_ppo(dataclasses.replace(config, speedups=False), **loop)
     rows = []
-    batched = run_ppo(dataclasses.replace(config, evaluations_per_batch=per_batch), progress=rows.append,
-                      **JITTER_LOOP)
+    fast = run_ppo(config, progress=rows.append, **loop)
     for key in HISTORY_KEYS:
         if key != "wall_time":
-            np.testing.assert_array_equal(batched["history"][key], one_by_one["history"][key], err_msg=key)
-    np.testing.assert_array_equal(batched["final_evaluation_returns"], one_by_one["final_evaluation_returns"],
-                                  err_msg="batched evaluation leaves a whole run's final evaluation returns unchanged")
-    evaluated = np.isfinite(batched["history"]["evaluation_mean"])
+            np.testing.assert_array_equal(fast["history"][key], plain["history"][key],
+                                          err_msg=f"{key}: kata.rl.speedups.Adam is torch.optim.Adam's update")
+    evaluated = np.isfinite(fast["history"]["evaluation_mean"])
     assert list(np.flatnonzero(evaluated) + 1) == [2, 4, 6, 7], "every second update, and the last"
     # progress sees every row once, in order, and only complete: an evaluated row arrives with its evaluation.
     assert [row["update"] for row in rows] == list(range(1, 8)), (
