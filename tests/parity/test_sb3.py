@@ -19,6 +19,7 @@ import torch
 from gymnasium import spaces
 from stable_baselines3 import PPO
 from stable_baselines3.common.buffers import RolloutBuffer
+from stable_baselines3.common.distributions import CategoricalDistribution
 from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.type_aliases import RolloutBufferSamples
 from stable_baselines3.common.utils import obs_as_tensor
@@ -213,9 +214,12 @@ class _Logger:
 
 
 def run_train(new_log_probs, old_log_probs, advantages, values, old_values, returns, *, clip_range: float,
-              clip_range_vf: float | None = None, entropy=None, vf_coef: float = 1.0, ent_coef: float = 0.0):
-    """``PPO.train`` on one epoch of one minibatch holding the case; returns what it logged and the gradients of its
-    loss with respect to the current log-probabilities and values."""
+              clip_range_vf: float | None = None, entropy=None, vf_coef: float = 1.0, ent_coef: float = 0.0,
+              normalize_advantage: bool = False, n_epochs: int = 1, target_kl: float | None = None,
+              steps: list | None = None):
+    """``PPO.train`` on ``n_epochs`` epochs of one minibatch holding the case; returns what it logged and the
+    gradients of its loss with respect to the current log-probabilities and values (None if it never stepped).
+    ``steps``, if given, receives one entry per optimizer step."""
     n = len(advantages)
     new, current = tensor(new_log_probs, grad=True), tensor(values, grad=True)
     entropy = torch.zeros(n, dtype=torch.float64) if entropy is None else tensor(entropy)
@@ -227,13 +231,16 @@ def run_train(new_log_probs, old_log_probs, advantages, values, old_values, retu
         policy=policy, logger=logger, _update_learning_rate=lambda optimizer: None, _current_progress_remaining=1.0,
         clip_range=lambda progress: clip_range,
         clip_range_vf=None if clip_range_vf is None else (lambda progress: clip_range_vf),
-        n_epochs=1, batch_size=n, action_space=spaces.Discrete(2), normalize_advantage=False, ent_coef=ent_coef,
-        vf_coef=vf_coef, target_kl=None, verbose=0, max_grad_norm=math.inf, _n_updates=0,
+        n_epochs=n_epochs, batch_size=n, action_space=spaces.Discrete(2), normalize_advantage=normalize_advantage,
+        ent_coef=ent_coef, vf_coef=vf_coef, target_kl=target_kl, verbose=0, max_grad_norm=math.inf, _n_updates=0,
         rollout_buffer=SimpleNamespace(get=lambda batch_size: iter([samples]), values=np.asarray(old_values),
                                        returns=np.asarray(returns)))
+    if steps is not None:
+        record = policy.optimizer.step
+        policy.optimizer.step = lambda: (record(), steps.append(stand_in._n_updates))
     with np.errstate(all="ignore"):  # explained_variance of a one-sample case divides 0 by 0; it is not compared
         PPO.train(stand_in)
-    value_gradient, log_prob_gradient = policy.optimizer.gradients
+    value_gradient, log_prob_gradient = policy.optimizer.gradients or (None, None)
     return logger.values, log_prob_gradient, value_gradient
 
 
@@ -397,6 +404,79 @@ def test_train_total_loss_weighs_a_value_loss_without_the_half(reference, ledger
             f"{label}: SB3's total loss {logged['train/loss']!r} is not ppo_loss with value_coefficient = "
             f"2 vf_coef ({total!r})")
     ledger.add("SB3 total loss vs ppo_loss(value_coefficient = 2 vf_coef)", 300, worst, "equal")
+
+
+def test_train_standardises_the_advantages_of_each_minibatch(reference, ledger):
+    """With ``normalize_advantage`` (SB3's default) the policy loss is the reference's ``clipped_policy_loss`` of the
+    minibatch's advantages standardised: (A - mean) / (std + 1e-8), Bessel's std; a minibatch of one is left as
+    it is."""
+    worst = 0.0
+    for label, rng in cases("sb3 train normalize"):
+        new, old, advantages, values, old_values, returns, epsilon = _ppo_case(rng)
+        logged, log_prob_gradient, _ = run_train(new, old, advantages, values, old_values, returns,
+                                                 clip_range=epsilon, normalize_advantage=True)
+        standardised = advantages if advantages.size == 1 else (
+            (advantages - advantages.mean()) / (advantages.std(ddof=1) + 1e-8))
+        loss, gradient = _grad(reference.clipped_policy_loss, new, old, standardised, epsilon)
+        worst = max(worst, abs(logged["train/policy_gradient_loss"] - loss))
+        assert close(logged["train/policy_gradient_loss"], loss) and close(log_prob_gradient, gradient), (
+            f"{label}: SB3's policy loss with normalize_advantage is not the reference's on standardised advantages "
+            f"({logged['train/policy_gradient_loss']!r}, {loss!r})")
+    ledger.add("SB3 PPO.train normalize_advantage=True vs clipped_policy_loss(standardised A)", 300, worst, "equal")
+
+
+def test_train_stops_its_epochs_when_approx_kl_exceeds_one_and_a_half_target_kl(reference, ledger):
+    """SB3 stops before a minibatch's step when its ``approx_kl_div`` exceeds ``1.5 · target_kl``: here (the stand-in
+    never changes the policy) no step at all exactly when the reference's ``approximate_kl`` exceeds it, every
+    epoch's step otherwise."""
+    stopped = 0
+    for label, rng in cases("sb3 train target_kl"):
+        new, old, advantages, values, old_values, returns, epsilon = _ppo_case(rng)
+        kl = float(reference.approximate_kl(new, old))
+        target_kl = kl / 1.5 * float(rng.choice([0.5, 0.9, 1.1, 2.0]))
+        steps: list = []
+        run_train(new, old, advantages, values, old_values, returns, clip_range=epsilon, n_epochs=3,
+                  target_kl=target_kl, steps=steps)
+        expected = 0 if kl > 1.5 * target_kl else 3
+        assert len(steps) == expected, (
+            f"{label}: approximate_kl {kl:.4g} against 1.5 x target_kl {1.5 * target_kl:.4g}: SB3 should take "
+            f"{expected} steps, took {len(steps)}")
+        stopped += expected == 0
+    assert 100 < stopped < 200, f"the cases should stop about half the time; {stopped} of 300 stopped"
+    ledger.add(f"SB3 PPO.train target_kl early stop vs 1.5 x target_kl on approximate_kl ({stopped} stopped)", 300,
+               0.0, "equal")
+
+
+def test_sb3_categorical_entropy_is_the_reference_even_at_minus_infinity(reference, ledger):
+    """SB3's ``CategoricalDistribution.entropy`` (``torch.distributions.Categorical``, which clamps the normalised
+    logits to the lowest finite number) is the reference's ``categorical_entropy``, finite at a logit of -∞. So is
+    its gradient, except on a row with a -∞ logit whose entropy carries an upstream gradient larger than 1 in size:
+    there the clamped logit (-1.8e308) times that gradient overflows, and the row's gradient is NaN where the
+    reference's stays finite (in SB3's own loss, ``ent_coef`` / batch size, it is far below 1)."""
+    worst, infinite, overflowing = 0.0, 0, 0
+    for label, rng in cases("sb3 entropy"):
+        rows, actions = int(rng.integers(1, 8)), int(rng.integers(2, 12))
+        logits = rng.normal(0.0, rng.choice([0.1, 1.0, 10.0]), size=(rows, actions))
+        logits[rng.random((rows, actions)) < 0.1] = -math.inf
+        logits[:, 0] = np.where(np.isinf(logits).all(axis=1), 0.0, logits[:, 0])
+        infinite += int(np.isinf(logits).any(axis=1).sum())
+        weights = tensor(rng.normal(size=rows))
+        leaf, expected_leaf = tensor(logits, grad=True), tensor(logits, grad=True)
+        sb3 = CategoricalDistribution(actions).proba_distribution(leaf).entropy()
+        expected = reference.categorical_entropy(expected_leaf)
+        (sb3 * weights).sum().backward()
+        (expected * weights).sum().backward()
+        worst = max(worst, largest_difference(sb3, expected))
+        assert close(sb3, expected), f"{label}: SB3's entropy differs by {largest_difference(sb3, expected):.3g}"
+        overflow = np.isinf(logits).any(axis=1) & (np.abs(weights.numpy()) > 1.0)
+        overflowing += int(overflow.sum())
+        assert np.array_equal(np.isnan(leaf.grad.numpy()).any(axis=1), overflow), (
+            f"{label}: SB3's entropy gradient should be NaN exactly on the rows with -inf and an upstream gradient "
+            f"above 1 ({np.flatnonzero(overflow).tolist()})")
+        assert np.all(np.isfinite(expected_leaf.grad.numpy())), f"{label}: the reference's gradient is finite"
+        assert close(leaf.grad[~overflow], expected_leaf.grad[~overflow]), f"{label}: the entropy gradients differ"
+    ledger.add(f"SB3 CategoricalDistribution.entropy vs categorical_entropy ({infinite} rows with -inf)", 300, worst,
+               f"equal in value; gradient NaN exactly on the {overflowing} rows with -inf and |upstream| > 1")
 
 
 def test_the_guides_value_loss_example(reference):
