@@ -9,6 +9,7 @@ a logger that keeps what ``train`` records and an optimizer whose ``step`` keeps
 
 from __future__ import annotations
 
+import inspect
 import math
 from types import SimpleNamespace
 
@@ -477,6 +478,27 @@ def test_sb3_categorical_entropy_is_the_reference_even_at_minus_infinity(referen
         assert close(leaf.grad[~overflow], expected_leaf.grad[~overflow]), f"{label}: the entropy gradients differ"
     ledger.add(f"SB3 CategoricalDistribution.entropy vs categorical_entropy ({infinite} rows with -inf)", 300, worst,
                f"equal in value; gradient NaN exactly on the {overflowing} rows with -inf and |upstream| > 1")
+
+
+def test_at_ratio_1_the_policy_loss_has_the_reinforce_gradient(reference, ledger):
+    """GUIDE §1: at ratio 1 (new = old) the gradient of SB3's policy loss is the gradient of the reference's
+    ``reinforce_surrogate_loss``."""
+    worst = 0.0
+    for label, rng in cases("sb3 ratio one"):
+        _, old, advantages, values, old_values, returns, epsilon = _ppo_case(rng)
+        _, log_prob_gradient, _ = run_train(old, old, advantages, values, old_values, returns, clip_range=epsilon)
+        _, gradient = _grad(reference.reinforce_surrogate_loss, old, advantages)
+        worst = max(worst, largest_difference(log_prob_gradient, gradient))
+        assert close(log_prob_gradient, gradient), f"{label}: at ratio 1 SB3's gradient is not the REINFORCE one"
+    ledger.add("SB3 policy-loss gradient at ratio 1 vs reinforce_surrogate_loss gradient", 300, worst, "equal")
+
+
+def test_ppos_defaults_are_the_guides():
+    """GUIDE §4 and §5: ``clip_range_vf`` defaults to None (no value clip), ``vf_coef`` to 0.5,
+    ``normalize_advantage`` to True."""
+    parameters = inspect.signature(PPO.__init__).parameters
+    defaults = {name: parameters[name].default for name in ("clip_range_vf", "vf_coef", "normalize_advantage")}
+    assert defaults == {"clip_range_vf": None, "vf_coef": 0.5, "normalize_advantage": True}, f"got {defaults}"
 
 
 def test_the_guides_value_loss_example(reference):

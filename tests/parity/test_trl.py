@@ -354,3 +354,77 @@ def test_rloo_configs_defaults_are_the_guides():
     """GUIDE §8: ``num_iterations`` 1, ``beta`` 0.05 (a KL penalty on by default), ``normalize_advantages`` off."""
     defaults = {name: _default(RLOOConfig, name) for name in ("num_iterations", "beta", "normalize_advantages")}
     assert defaults == {"num_iterations": 1, "beta": 0.05, "normalize_advantages": False}, f"got {defaults}"
+
+
+# ---- GRPOTrainer's advantages (§2) ---------------------------------------------------------------------------
+
+
+def grpo_advantages(rewards: np.ndarray, group_size: int, scale_rewards: str) -> np.ndarray:
+    """``GRPOTrainer._generate_and_score_completions`` on a stand-in (one reward function, no tools, no vLLM); the
+    advantages are what the method computes from the case's rewards."""
+    rows = rewards.size
+
+    def generate(prompts):
+        # prompt ids, completion ids, tool mask, completions, sampling log-probs, extra fields, images, tool images
+        return [[1, 1] for _ in prompts], [[1] for _ in prompts], None, ["" for _ in prompts], None, {}, None, None
+
+    def per_token_logps(model, input_ids, attention_mask, logits_to_keep, *args, **kwargs):
+        return torch.zeros(input_ids.shape[0], logits_to_keep, dtype=torch.float64), None, None
+
+    stand_in = SimpleNamespace(
+        accelerator=_Accelerator(), model=SimpleNamespace(training=True, is_gradient_checkpointing=False),
+        environment_factories=None, tools=None, environments=None, _generate=generate,
+        _tokenizer=SimpleNamespace(pad_token_id=PAD), pad_to_multiple_of=None, mask_truncated_completions=False,
+        args=SimpleNamespace(per_device_train_batch_size=rows, gradient_checkpointing_kwargs=None,
+                             gradient_accumulation_steps=1, steps_per_generation=1),
+        _get_per_token_logps_and_entropies=per_token_logps,
+        _calculate_rewards=lambda inputs, prompts, completions, ids: tensor(rewards)[:, None],
+        beta=0.0, ref_model=None, num_generations=group_size, reward_weights=torch.ones(1, dtype=torch.float64),
+        reward_funcs=[None], reward_func_names=["verifier"], multi_objective_aggregation="sum_then_normalize",
+        scale_rewards=scale_rewards, use_vllm=False, vllm_importance_sampling_correction=False, num_iterations=1,
+        _metrics={"train": defaultdict(list)}, _pending_extra_logs={}, _pending_metrics={}, log_multimodal=False,
+        _logs={"prompt": [], "completion": [], "rewards": defaultdict(list), "advantages": [],
+               "extra": defaultdict(list)})
+    output = GRPOTrainer._generate_and_score_completions(stand_in, [{"prompt": f"p{k}"} for k in range(rows)])
+    return output["advantages"].numpy()
+
+
+@pytest.mark.parametrize("scale_rewards", ["group", "batch", "none"])
+def test_grpo_trainer_advantages_are_the_group_mean_scaled_as_scale_rewards_says(reference, ledger, scale_rewards):
+    """TRL's GRPO advantage is the reference's ``group_mean_advantages`` divided by the group's std plus 1e-4
+    (``"group"``, the default), by the batch's std plus 1e-4 (``"batch"``), or not divided (``"none"``); Bessel's
+    std, whose factor ``count / (count - 1)`` TRL's ``nanstd`` takes in float32: compared at rtol 1e-7."""
+    worst = 0.0
+    for label, rng in cases(f"trl grpo advantages {scale_rewards}"):
+        group_size, prompts = int(rng.integers(2, 7)), int(rng.integers(1, 5))
+        rewards = rng.normal(size=group_size * prompts) * rng.choice([0.0, 1.0], size=group_size * prompts,
+                                                                     p=[0.1, 0.9])
+        trl = grpo_advantages(rewards, group_size, scale_rewards)
+        centred = reference.group_mean_advantages(rewards.reshape(prompts, group_size))
+        if scale_rewards == "group":
+            expected = centred / (np.sqrt((centred ** 2).sum(axis=1, keepdims=True) / (group_size - 1)) + 1e-4)
+        elif scale_rewards == "batch":
+            expected = centred / (rewards.std(ddof=1) + 1e-4) if rewards.size > 1 else centred
+        else:
+            expected = centred
+        expected = expected.reshape(-1)
+        worst = max(worst, largest_difference(trl, expected))
+        assert close(trl, expected, rtol=1e-7, atol=1e-9), (
+            f"{label}: TRL's GRPO advantages (scale_rewards={scale_rewards!r}) differ from the reference's by "
+            f"{largest_difference(trl, expected):.3g}")
+    divided = {"group": " / (group std + 1e-4)", "batch": " / (batch std + 1e-4)", "none": ""}[scale_rewards]
+    ledger.add(f"TRL GRPOTrainer advantages scale_rewards={scale_rewards!r} vs group_mean_advantages{divided}"
+               " (rtol 1e-7)", 300, worst, "equal")
+
+
+def test_grpo_trainer_on_a_group_of_one_gives_0_and_its_config_refuses_one(reference, tmp_path):
+    """GUIDE §2: TRL's GRPO gives a group of one 3 - 3 = 0, as the reference's same-group centring does, and its
+    config refuses ``num_generations < 2``; ``scale_rewards`` defaults to ``"group"``."""
+    for scale_rewards in ("group", "batch", "none"):
+        trl = grpo_advantages(np.array([3.0, -1.0]), 1, scale_rewards)
+        assert np.array_equal(trl, [0.0, 0.0]), f"TRL gives groups of one {trl} with scale_rewards={scale_rewards!r}"
+    assert np.array_equal(reference.group_mean_advantages(np.array([[3.0]])), [[0.0]]), "the reference gives 0"
+    with pytest.raises(ValueError, match="at least 2 generations"):
+        GRPOConfig(output_dir=str(tmp_path), num_generations=1, per_device_train_batch_size=2, report_to="none",
+                   use_cpu=True, bf16=False)
+    assert _default(GRPOConfig, "scale_rewards") == "group", f"got {_default(GRPOConfig, 'scale_rewards')!r}"

@@ -266,6 +266,42 @@ def test_dual_clip_and_log_ratio_clamp_differ_exactly_where_they_act(reference, 
                worst, "convention: differs exactly where the dual clip or the clamp acts")
 
 
+def test_at_ratio_1_the_clipped_loss_has_the_reinforce_gradient(reference, ledger):
+    """GUIDE §1: at ratio 1 (new = old) the gradient of verl's vanilla loss is the gradient of the reference's
+    ``reinforce_surrogate_loss`` of the response tokens."""
+    worst = 0.0
+    for label, rng in cases("verl ratio one"):
+        _, old, advantages, mask, epsilon = _token_case(rng, spread=0.3, empty=0.2)
+        mask[0, 0] = 1.0
+        _, _, gradient = _vanilla(old, old, advantages, mask, "token-mean", actor_config(epsilon))
+        taken = mask.astype(bool)
+        leaf = tensor(old[taken], grad=True)
+        token_advantages = np.repeat(advantages[:, None], mask.shape[1], axis=1)
+        reference.reinforce_surrogate_loss(leaf, tensor(token_advantages[taken])).backward()
+        worst = max(worst, largest_difference(gradient.numpy()[taken], leaf.grad))
+        assert close(gradient.numpy()[taken], leaf.grad), (
+            f"{label}: at ratio 1 verl's gradient should be the REINFORCE surrogate's")
+    ledger.add("verl vanilla loss gradient at ratio 1 vs reinforce_surrogate_loss gradient", 300, worst, "equal")
+
+
+def test_the_guides_clip_fraction_example(reference):
+    """GUIDE §4: r = 0.5, A = +1, ε = 0.2: the ratio-outside count gives 1.0, verl's ``pg_clipfrac`` (the reference's
+    ``active_clip_fraction``) 0.0."""
+    new, old, advantages, mask = np.log([[0.5]]), np.zeros((1, 1)), np.array([1.0]), np.ones((1, 1))
+    _, metrics, _ = _vanilla(new, old, advantages, mask, "token-mean", actor_config(0.2))
+    assert metrics["actor/pg_clipfrac"] == 0.0, f"verl's pg_clipfrac is {metrics['actor/pg_clipfrac']!r}"
+    assert float(reference.active_clip_fraction(new, old, advantages[:, None], 0.2)) == 0.0, "active: 0.0"
+    assert float(reference.ratio_outside_fraction(new, old, 0.2)) == 1.0, "ratio outside: 1.0"
+
+
+def test_verl_runs_rloo_as_an_advantage_estimator_inside_a_one_epoch_ppo_actor():
+    """GUIDE §8: ``algorithm.adv_estimator=rloo`` selects ``compute_rloo_outcome_advantage``; the actor's
+    ``ppo_epochs`` defaults to 1."""
+    assert core_algos.get_adv_estimator_fn("rloo") is core_algos.compute_rloo_outcome_advantage, (
+        "adv_estimator 'rloo' should be compute_rloo_outcome_advantage")
+    assert actor_config(0.2).ppo_epochs == 1, f"ppo_epochs defaults to {actor_config(0.2).ppo_epochs}"
+
+
 def test_the_guides_dual_clip_example(reference):
     """GUIDE §4: one sequence with A = -1 and ratio e² on both tokens, ε = 0.2: 7.389 here, 3.0 in verl."""
     old, new, advantages, mask = np.zeros((1, 2)), np.full((1, 2), 2.0), np.array([-1.0]), np.ones((1, 2))
@@ -554,18 +590,23 @@ def test_reinforce_plus_plus_returns_are_the_discounted_reward_to_go_of_each_res
 
 def test_entropy_from_logits_is_the_reference_for_finite_logits_and_nan_at_minus_infinity(reference, ledger):
     """verl's ``entropy_from_logits`` (``logsumexp(z) - Σ softmax(z)·z``) equals the reference's
-    ``categorical_entropy`` on finite logits, and is NaN exactly on the rows with a logit of -∞, where the
-    reference's is finite."""
+    ``categorical_entropy`` on finite logits, and is NaN, in value and gradient, exactly on the rows with a logit of
+    -∞, where the reference's is finite."""
     worst, infinite = 0.0, 0
     for label, rng in cases("verl entropy"):
         rows, actions = int(rng.integers(1, 8)), int(rng.integers(2, 12))
         logits = rng.normal(0.0, rng.choice([0.1, 1.0, 10.0]), size=(rows, actions))
         logits[rng.random((rows, actions)) < 0.05] = -math.inf
         logits[:, 0] = np.where(np.isinf(logits).all(axis=1), 0.0, logits[:, 0])
-        verl = verl_F.entropy_from_logits(tensor(logits)).numpy()
+        leaf = tensor(logits, grad=True)
+        entropy = verl_F.entropy_from_logits(leaf)
+        entropy.sum().backward()
+        verl = entropy.detach().numpy()
         expected = reference.categorical_entropy(logits)
         has_infinity = np.isinf(logits).any(axis=1)
         infinite += int(has_infinity.sum())
+        assert np.array_equal(np.isnan(leaf.grad.numpy()).any(axis=1), has_infinity), (
+            f"{label}: verl's entropy gradient should be NaN exactly on the rows with -inf")
         assert np.array_equal(np.isnan(verl), has_infinity), (
             f"{label}: verl's entropy should be NaN exactly on the rows with -inf; NaN at "
             f"{np.flatnonzero(np.isnan(verl)).tolist()}, -inf in {np.flatnonzero(has_infinity).tolist()}")
