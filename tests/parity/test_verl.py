@@ -425,8 +425,8 @@ def _per_group(function, rewards: np.ndarray, index: np.ndarray) -> np.ndarray:
     return result
 
 
-@pytest.mark.parametrize("vectorised", [False, True])
-@pytest.mark.parametrize("norm", [True, False])
+@pytest.mark.parametrize("vectorised", [False, True], ids=["loop", "vectorised"])
+@pytest.mark.parametrize("norm", [True, False], ids=["std", "no_std"])
 def test_grpo_advantage_is_the_group_mean_divided_by_the_bessel_std_plus_1e_6(reference, ledger, norm, vectorised):
     """verl's GRPO advantage is the reference's ``group_mean_advantages`` divided by the group's standard deviation
     with Bessel's correction plus 1e-6; with ``norm_adv_by_std_in_grpo=False`` (Dr. GRPO) it is
@@ -455,7 +455,7 @@ def test_grpo_advantage_is_the_group_mean_divided_by_the_bessel_std_plus_1e_6(re
                worst, "equal" + (" (float32 statistics)" if vectorised else ""))
 
 
-@pytest.mark.parametrize("vectorised", [False, True])
+@pytest.mark.parametrize("vectorised", [False, True], ids=["loop", "vectorised"])
 def test_rloo_advantage_is_the_reference_on_groups_of_two_or_more(reference, ledger, vectorised):
     """verl's two RLOO advantages (``G/(G-1)·(r_i - mean)`` in the loop, sums and counts in the vectorised one) are
     the reference's ``rloo_advantages`` on every group of two or more, in any row order."""
