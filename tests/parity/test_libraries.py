@@ -17,7 +17,8 @@ if MISSING:
     pytest.skip(f"the parity libraries are not installed (missing: {', '.join(MISSING)}); {INSTALL}",
                 allow_module_level=True)
 
-PYPROJECT = Path(__file__).resolve().parents[2] / "pyproject.toml"
+ROOT = Path(__file__).resolve().parents[2]
+PYPROJECT = ROOT / "pyproject.toml"
 
 
 def test_every_pin_of_the_parity_extra_is_the_installed_version():
@@ -32,3 +33,12 @@ def test_every_pin_of_the_parity_extra_is_the_installed_version():
         if installed.split("+")[0] != version:
             wrong[name] = f"pinned {version}, installed {installed}"
     assert not wrong, f"reinstall with {INSTALL}: {wrong}"
+
+
+def test_torch_is_the_repositorys_pin():
+    """The extra never installs torch (it must not replace the CPU build); the suite's verdicts are about the torch
+    that requirements.txt pins, so that is the one it must find."""
+    pin = re.search(r"^torch==(\S+)", (ROOT / "requirements.txt").read_text(), flags=re.MULTILINE)
+    assert pin, "requirements.txt pins torch with =="
+    installed = importlib.metadata.version("torch")
+    assert installed.split("+")[0] == pin.group(1), f"torch {installed} is installed; requirements.txt pins {pin[1]}"
