@@ -46,6 +46,7 @@ for _name in ("dev", "ci", "thorough"):
 settings.load_profile(os.environ.get("KATA_HYPOTHESIS_PROFILE", "dev"))
 
 FRAME_MARKER = "frame"
+PARITY_MARKER = "parity"  # tests/parity: the reference against the libraries (docs/parity.md)
 SLOW_MARKER = "slow"
 CONCEPT_MARKERS = tuple(concept.marker for concept in CONCEPTS)
 
@@ -68,19 +69,21 @@ def pytest_configure(config: pytest.Config) -> None:
     for concept in CONCEPTS:
         config.addinivalue_line("markers", f"{concept.marker}: concept {concept.number}, {concept.title}")
     config.addinivalue_line("markers", f"{FRAME_MARKER}: tests of the kata's own frame (not a concept)")
+    config.addinivalue_line("markers", f"{PARITY_MARKER}: the reference against TRL, verl and SB3 (tests/parity)")
     config.addinivalue_line("markers", f"{SLOW_MARKER}: integration runs (training); -m 'not slow' skips them")
     config.addinivalue_line("markers", "lab: runs the lab end to end")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    # Every test belongs to exactly one concept or to the frame: the stub check and the grader rely on it. A
-    # docstring example (pytest --doctest-modules solutions) is the reference's documentation, not a test of one.
+    # Every test belongs to exactly one concept, to the frame or to the parity suite: the stub check and the grader
+    # rely on it. A docstring example (pytest --doctest-modules solutions) is the reference's documentation.
     for item in items:
         if isinstance(item, DoctestItem):
             continue
-        owners = [m.name for m in item.iter_markers() if m.name in (*CONCEPT_MARKERS, FRAME_MARKER)]
+        owners = [m.name for m in item.iter_markers() if m.name in (*CONCEPT_MARKERS, FRAME_MARKER, PARITY_MARKER)]
         if len(set(owners)) != 1:
-            raise pytest.UsageError(f"{item.nodeid} must carry exactly one concept marker or 'frame'; has {owners}")
+            raise pytest.UsageError(
+                f"{item.nodeid} must carry exactly one concept marker, 'frame' or 'parity'; has {owners}")
 
 
 def pytest_report_header(config: pytest.Config) -> str:
