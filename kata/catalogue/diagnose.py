@@ -44,7 +44,7 @@ from kata.concepts.arrays import torch_threads
 
 REFERENCE = "solutions"
 MINIMUM_RECALL = 0.9
-DIAGNOSE_TIMEOUT = 120.0  # seconds for a whole diagnosis in a child process (about 8 on an idle 2-core machine)
+DIAGNOSE_TIMEOUT = 120.0  # seconds for a whole diagnosis in a child process; a slower one is left out
 
 
 @dataclass(frozen=True)

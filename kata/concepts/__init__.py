@@ -1,1 +1,12 @@
-"""kata.concepts."""
+"""The course data and what every implementation shares; the bottom layer, importing no other part of kata.
+
+    course.toml     the concepts in teaching order: titles, points, public names, hints, mistakes, variants
+    manifest.py     the course as the tools read it: numbers, GUIDE sections and the point total, derived
+    arrays.py       NumPy in, NumPy out; tensor in, tensor out; the argument checks; the thread count torch runs on
+    contracts/      per concept, the argument checks its stub and its reference share
+    stub.py         the one error an untouched stub raises, and the one place that recognises it
+    package.py      a package's lazy public names (exercises/, solutions/, a submission)
+    impl.py         loading an implementation: exercises, solutions, a submitted folder, a catalogue entry bound in
+    sources.py      what a concept module's source says, read without importing it (stubs left, functions written)
+    arguments.py    the command line's argument types: a concept by name, a positive number
+"""

@@ -24,8 +24,10 @@ The training runs (each PPO seed and the RLOO run) are independent: with idle co
 one per idle core, while the main process computes the quick sections and draws; on a busy machine they run
 in-process, which is then faster (see :func:`kata.lab.workers.default_jobs`). ``--jobs N`` decides instead.
 
-The package, one job a module: :mod:`~kata.lab.plan` (what a profile runs, the seed's examples),
+The package imports kata.concepts, kata.rl and kata.testing, and no other tool. One job a module:
+:mod:`~kata.lab.commands` (its options), :mod:`~kata.lab.plan` (what a profile runs, the seed's examples),
 :mod:`~kata.lab.sections` (what each section computes: the functions notebooks/lab.py and the benchmarks call too),
 :mod:`~kata.lab.outcome` (a value, a skip or an error; plain data), :mod:`~kata.lab.workers` (the worker pool),
-:mod:`~kata.lab.run` (one run, printed section by section) and :mod:`~kata.lab.report` (report.md).
+:mod:`~kata.lab.run` (one run, printed section by section), :mod:`~kata.lab.report` (report.md),
+:mod:`~kata.lab.plots` (the figures) and :mod:`~kata.lab.notebook` (notebooks/lab.py and .ipynb kept in step).
 """

@@ -64,11 +64,9 @@ def default_jobs(training_runs: int) -> int:
     """Worker processes for the training runs: one per idle core, no more than there are runs; 1 means in-process.
 
     Idle cores are measured over a quarter of a second of the kernel's CPU counters where there are any (Linux);
-    elsewhere they are the available cores minus the 1-minute load average. The load average can mislead: on the
-    virtual machine these figures come from it stays near 1 while both cores are idle. Measured there
-    (benchmarks/lab.py): with the other core busy, two workers were slower than one process (42-60 s against
-    32-46 s for the smoke lab: the workers share one core's worth of time and each pays its own start-up); with both
-    cores idle, two workers took 13.1 and 16.2 s against 18.0 and 20.3 s in-process.
+    elsewhere they are the available cores minus the 1-minute load average (which can stay near 1 on a virtual
+    machine whose cores are idle). On a busy core two workers are slower than one process: they share one core's
+    time and each pays its own start-up (benchmarks/lab.py --compare-jobs measures both; docs/benchmarks.md).
     """
     cores = available_cores()
     idle_fraction = _idle_fraction()

@@ -35,7 +35,7 @@ from kata.rl.sequence_task import (
 )
 
 _PROFILES: dict[str, dict[str, Any]] = {
-    # smoke: exact-response success 1.0 well within 10 s on a shared 2-core CPU (see benchmarks/rloo_loop.py).
+    # smoke: reaches exact-response success 1.0 (how often and how fast: benchmarks/rloo_loop.py, docs/benchmarks.md).
     "smoke": dict(
         iterations=60,
         group_size=16,

@@ -1,1 +1,10 @@
-"""kata.testing."""
+"""What the concept tests run on: it imports kata.concepts and kata.rl, and no tool.
+
+    options.py     the pytest plugin of --impl, --mistake and --variant (an entry point: known before pytest parses)
+    progress.py    the pytest plugin that records results for `kata status`, reports them to the grader, and holds
+                   every test to its deadline
+    record.py      the record of a student's last results per concept, and the fingerprint of what they depend on
+    limits.py      how long one test may run, the same for `kata check` and `kata grade`
+    strategies.py  every Hypothesis strategy the concept tests (and the diagnosis's probes) draw from
+    training.py    the verdicts of the two training tests, and the one definition of "solved"
+"""

@@ -1,16 +1,16 @@
 """The verdicts of the two training tests, in one place: the slow tests and ``benchmarks/training_robustness.py``
 apply exactly these.
 
-A valid implementation's training run fails now and then, whatever the profile: measured on held-out seeds (see the
-benchmark), the PPO smoke profile solves and holds on about 19 runs in 20. A test that failed whenever its one run
+A valid implementation's training run fails now and then, whatever the profile (the benchmark measures how often on
+held-out seeds; docs/benchmarks.md gives the latest figures). A test that failed whenever its one run
 failed would reject valid code that often, and which code it rejected would depend only on the random stream the
 code happens to draw (a permutation taken as ``argsort(rand)`` instead of ``randperm`` changes every later number).
 
 So a training test gives its seed up to two more independent runs: it passes as soon as one run succeeds. If one
 run fails with probability q, a valid implementation is rejected with probability q³, below 1 % as long as q stays
-below 20 % (the benchmark measures q on held-out seeds and on the valid variants' streams: on the current code 1 and
-2 of 36 first runs failed on two machines, and one stream failed twice in a row before its second retry passed, so
-q² alone would not be a safe margin). A passing implementation usually costs one run; wrong code that learns
+below 20 % (the benchmark measures q on held-out seeds and on the valid variants' streams; a stream has been seen
+to fail twice in a row before its second retry passed, so q² alone would not be a safe margin). A passing
+implementation usually costs one run; wrong code that learns
 nothing fails all three. The fast tests, not these, pin each function's arithmetic.
 """
 

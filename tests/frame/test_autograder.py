@@ -1,8 +1,8 @@
 """The Gradescope autograder, end to end: `kata autograder` builds the zip; unpacked into a root laid out as
 Gradescope lays it out (source/, submission/, results/), its run_autograder grades a perfect, a stub, a broken and a
 misconceived submission with the python3 on PATH, and results.json holds Gradescope's documented fields
-(https://gradescope-autograders.readthedocs.io/en/latest/specs/). Three concepts, no slow tests, one upload per test:
-40 to 56 s each with the machine busy (load average 5 on 2 cores), a failed concept's diagnosis included."""
+(https://gradescope-autograders.readthedocs.io/en/latest/specs/). Three concepts, no slow tests, one upload per test,
+a failed concept's diagnosis included."""
 
 from __future__ import annotations
 
