@@ -1,9 +1,10 @@
 """The student's commands: ``kata list``, ``hint``, ``status``, ``check`` and ``watch``.
 
 ``list``, ``hint`` and ``status`` read only the course data and the parsed sources, so they answer at once (neither
-torch nor pytest is imported). ``check`` runs one concept's tests on ``exercises/`` in a pytest subprocess and says
-what to do next; ``watch`` checks again after every change. Nothing here imports the grader or the catalogue: where
-the instructor's catalogue is installed beside it, ``check`` asks it for a diagnosis by running its command.
+torch nor pytest is imported). ``check`` runs one concept's test module on ``exercises/`` in a pytest subprocess and
+says what to do next; ``watch`` runs the same check again after every change, in a warm process (kata.student.watch).
+Nothing here imports the grader or the catalogue: where the instructor's catalogue is installed beside it, ``check``
+asks pytest for its diagnosis plugin by name, which diagnoses a failed concept in the same process.
 """
 
 from __future__ import annotations
@@ -14,8 +15,11 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 import textwrap
 import time
+from collections.abc import Callable
+from pathlib import Path
 
 from kata.concepts.arguments import concept_argument, positive_float
 from kata.concepts.impl import REPOSITORY_ROOT
@@ -25,8 +29,8 @@ from kata.student import status
 from kata.testing.limits import DEFAULT_TEST_TIMEOUT, SLOW_TEST_TIMEOUT
 
 WIDTH = 100
-DIAGNOSIS_MODULE = "kata.catalogue.diagnose"  # the instructor's catalogue; the student edition has none
-DIAGNOSIS_TIMEOUT = 120.0  # seconds: a diagnosis that takes longer is left out, never waited for
+DIAGNOSIS_PLUGIN = "kata.catalogue.pytest_plugin"  # the instructor's catalogue: a student edition has none
+PytestRunner = Callable[[list[str]], int]  # pytest's arguments -> its exit code
 
 
 # ---- list and hint -----------------------------------------------------------------------------------------------
@@ -85,17 +89,38 @@ def cmd_status(args: argparse.Namespace) -> int:
     return 0
 
 
-def pytest_command(c: Concept, slow: bool) -> list[str]:
+def diagnosis_available() -> bool:
+    """Whether the catalogue, and with it the diagnosis, is installed beside the student's tools."""
+    return importlib.util.find_spec(DIAGNOSIS_PLUGIN.rpartition(".")[0]) is not None
+
+
+def pytest_arguments(c: Concept, slow: bool, diagnosis_file: Path | None = None) -> list[str]:
+    """pytest's arguments for one concept's check: its test module only, on exercises/, under the grader's deadline;
+    with ``diagnosis_file``, the catalogue's plugin diagnoses a failed concept into it."""
     marker = c.marker if slow else f"{c.marker} and not slow"
     # The plugin's deadline, not pytest-timeout's alone: Hypothesis swallows pytest-timeout's exception and runs
     # an endless loop again with no alarm left (see kata.testing.progress).
     deadline = SLOW_TEST_TIMEOUT if slow else DEFAULT_TEST_TIMEOUT
-    return [sys.executable, "-m", "pytest", "--impl", "exercises", "-m", marker, "-q",
-            "--kata-test-timeout", f"{deadline:g}"]
+    arguments = [f"tests/test_{c.name}.py", "--impl", "exercises", "-m", marker, "-q",
+                 "--kata-test-timeout", f"{deadline:g}"]
+    if diagnosis_file is not None:
+        arguments += ["-p", DIAGNOSIS_PLUGIN, f"--kata-diagnose={diagnosis_file}"]
+    return arguments
 
 
-def run_check(c: Concept | None, slow: bool = False) -> int:
-    """Run one concept's tests on exercises/ and say what to do next; pytest's exit code."""
+def pytest_command(c: Concept, slow: bool, diagnosis_file: Path | None = None) -> list[str]:
+    return [sys.executable, "-m", "pytest", *pytest_arguments(c, slow, diagnosis_file)]
+
+
+def pytest_in_a_subprocess(arguments: list[str]) -> int:
+    environment = dict(os.environ)
+    environment.pop("KATA_IMPL", None)  # the student's own exercises/, whatever the shell says
+    return subprocess.call([sys.executable, "-m", "pytest", *arguments], cwd=REPOSITORY_ROOT, env=environment)
+
+
+def run_check(c: Concept | None, slow: bool = False, run_pytest: PytestRunner = pytest_in_a_subprocess) -> int:
+    """Run one concept's tests on exercises/ and say what to do next; pytest's exit code. ``run_pytest`` runs pytest
+    on the arguments (``kata check``: a subprocess; ``kata watch``: a child of its warm process)."""
     states = status.all_states()
     if c is None:
         c = status.next_concept(states)
@@ -104,9 +129,15 @@ def run_check(c: Concept | None, slow: bool = False) -> int:
             return 0
     what = "slow integration tests included" if slow else "slow integration tests left out; --slow runs them"
     print(f"kata check: {c.number}. {c.name} — {c.title} (tests/test_{c.name}.py; {what})", flush=True)
-    environment = dict(os.environ)
-    environment.pop("KATA_IMPL", None)
-    code = subprocess.call(pytest_command(c, slow), cwd=REPOSITORY_ROOT, env=environment)
+    if not (REPOSITORY_ROOT / "tests" / f"test_{c.name}.py").is_file():
+        print(f"\nno test of {c.name} was collected: is tests/test_{c.name}.py there?")
+        return 5
+    with tempfile.TemporaryDirectory(prefix="kata-check-") as scratch:
+        wanted = diagnosis_available() and bool(
+            started(REPOSITORY_ROOT / "exercises", [c.name], REPOSITORY_ROOT / "solutions"))
+        diagnosis_file = Path(scratch) / "diagnosis.json" if wanted else None
+        code = run_pytest(pytest_arguments(c, slow, diagnosis_file))
+        sentences = diagnosis_sentences(diagnosis_file)
     if code == 5:
         print(f"\nno test of {c.name} was collected: is tests/test_{c.name}.py there?")
         return code
@@ -121,26 +152,17 @@ def run_check(c: Concept | None, slow: bool = False) -> int:
     else:
         print(f"{c.name}: {state.label}. Read {c.guide_section}; each message above names a misunderstanding; "
               f"`kata hint {c.name}` when stuck.")
-        for sentence in diagnosis_sentences(c):
+        for sentence in sentences:
             print(sentence)
     return code
 
 
-def diagnosis_sentences(c: Concept) -> list[str]:
-    """One line per function of ``c`` that behaves like a catalogued mistake ([] when none does, when the module
-    is still an untouched stub, or when no catalogue is installed)."""
-    if importlib.util.find_spec(DIAGNOSIS_MODULE.rpartition(".")[0]) is None:
-        return []
-    if not started(REPOSITORY_ROOT / "exercises", [c.name], REPOSITORY_ROOT / "solutions"):
-        return []
-    command = [sys.executable, "-m", DIAGNOSIS_MODULE, c.name, "--impl", "exercises", "--json"]
-    environment = {name: value for name, value in os.environ.items()
-                   if name != "KATA_IMPL" and not name.startswith("PYTHONPATH")}
+def diagnosis_sentences(path: Path | None) -> list[str]:
+    """One line per function the diagnosis plugin found behaving like a catalogued mistake ([] when it found none,
+    did not run, or was not asked)."""
     try:
-        completed = subprocess.run(command, cwd=REPOSITORY_ROOT, capture_output=True, text=True,
-                                   timeout=DIAGNOSIS_TIMEOUT, env=environment, stdin=subprocess.DEVNULL)
-        report = json.loads(completed.stdout) if completed.returncode == 0 else {}
-    except (subprocess.TimeoutExpired, json.JSONDecodeError):
+        report = json.loads(path.read_text()) if path is not None else {}
+    except (OSError, ValueError):
         return []
     return [entry["sentence"] for entry in report.get("diagnoses", []) if entry.get("mistake")]
 
@@ -150,13 +172,14 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 
 def cmd_watch(args: argparse.Namespace) -> int:
-    from kata.student.watch import watch
+    from kata.student import watch
 
-    def check() -> None:
-        print("\n" + "=" * 40 + f" {time.strftime('%H:%M:%S')} " + "=" * 40)
-        run_check(args.concept, slow=args.slow)
+    def check(run_pytest: PytestRunner) -> None:
+        print("\n" + "=" * 40 + f" {time.strftime('%H:%M:%S')} " + "=" * 40, flush=True)
+        run_check(args.concept, slow=args.slow, run_pytest=run_pytest)
 
-    return watch(check, REPOSITORY_ROOT / "exercises", interval=args.interval)
+    return watch.watch_and_check(check, REPOSITORY_ROOT / "exercises", interval=args.interval,
+                                 diagnosis=diagnosis_available(), one_shot=pytest_in_a_subprocess)
 
 
 # ---- the parsers -------------------------------------------------------------------------------------------------
@@ -199,5 +222,5 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
         p.add_argument("--slow", action="store_true", help="include the slow integration tests")
         if command == "watch":
             p.add_argument("--interval", type=positive_float, default=0.5, metavar="SECONDS",
-                           help="how often to look for changes (default 0.5)")
+                           help="how often to look for changes where watchfiles is not installed (default 0.5)")
         p.set_defaults(handler=cmd_check if command == "check" else cmd_watch)

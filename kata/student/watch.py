@@ -1,12 +1,31 @@
-"""Re-run a check whenever a Python file in a folder changes (polling: no extra dependency, works everywhere)."""
+"""`kata watch`: the check again after every change, from a warm process.
+
+The watching process imports what every check needs once (torch, NumPy, pytest, Hypothesis, the frame, and the
+catalogue's diagnosis where it is installed) and never imports the student's modules. Each check runs in a child
+forked from it, where pytest imports ``exercises/`` afresh: the verdict, the messages, the Hypothesis profile and
+the diagnosis are those of ``kata check``, without its start-up. Changes are seen with watchfiles (the operating
+system's file events) where it is installed, else by polling. Where ``fork`` does not exist, each check is a fresh
+``kata check`` process, and watch says so once.
+"""
 
 from __future__ import annotations
 
+import importlib
+import os
+import queue
+import sys
+import threading
 import time
-from collections.abc import Callable
+import traceback
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 Snapshot = dict[str, tuple[int, int]]
+Runner = Callable[[list[str]], int]  # pytest's arguments -> its exit code
+SETTLE_MILLISECONDS = 50  # writes this close together are one save (an editor may write a file in several steps)
+WARM_IMPORTS = ("numpy", "torch", "hypothesis", "hypothesis.extra.numpy", "pytest", "_pytest.doctest", "xdist",
+                "pytest_timeout", "kata.concepts.impl", "kata.rl.ppo", "kata.rl.rloo", "kata.testing.options",
+                "kata.testing.progress", "kata.testing.strategies", "kata.testing.training")
 
 
 def snapshot(folder: Path) -> Snapshot:
@@ -21,39 +40,126 @@ def snapshot(folder: Path) -> Snapshot:
     return seen
 
 
-def watch(
-    check: Callable[[], object],
-    folder: Path,
-    *,
-    interval: float = 0.5,
-    max_runs: int | None = None,
-    sleep: Callable[[float], None] = time.sleep,
-    say: Callable[[str], None] = print,
-) -> int:
-    """Run ``check``, then again after every change under ``folder``, until Ctrl-C (or ``max_runs`` checks).
+def polled_changes(folder: Path, interval: float, sleep: Callable[[float], None] = time.sleep) -> Iterator[None]:
+    """Yield once per change under ``folder`` since this call, found by polling every ``interval`` seconds; a change
+    is acted on once the folder has been still for one interval, so a file written in several steps is one change."""
+    return _polled(folder, interval, sleep, snapshot(folder))
 
-    A change is acted on once the folder has been still for one ``interval``, so an editor that writes a file in
-    several steps triggers one run, not three.
-    """
+
+def _polled(folder: Path, interval: float, sleep: Callable[[float], None], current: Snapshot) -> Iterator[None]:
+    while True:
+        before = current
+        while current == before:
+            sleep(interval)
+            current = snapshot(folder)
+        while True:
+            sleep(interval)
+            settled = snapshot(folder)
+            if settled == current:
+                break
+            current = settled
+        yield
+
+
+def file_events(folder: Path) -> Iterator[None] | None:
+    """Yield once per change of a ``.py`` file under ``folder`` since this call, from the operating system's events
+    (watchfiles, on a thread of its own, so that a save made while a check runs is not lost); None where watchfiles
+    is not installed. Several saves made while a check runs start one more check."""
+    try:
+        from watchfiles import PythonFilter
+        from watchfiles import watch as watch_files
+    except ImportError:
+        return None
+    events: queue.Queue[None] = queue.Queue()
+
+    def listen() -> None:
+        for _ in watch_files(folder, watch_filter=PythonFilter(), debounce=SETTLE_MILLISECONDS, step=10,
+                             raise_interrupt=False):
+            events.put(None)
+
+    threading.Thread(target=listen, name="kata-watch-files", daemon=True).start()
+
+    def changes() -> Iterator[None]:
+        while True:
+            while True:
+                try:  # short waits: Ctrl-C reaches this thread at once
+                    events.get(timeout=0.2)
+                    break
+                except queue.Empty:
+                    continue
+            while not events.empty():
+                events.get_nowait()
+            yield
+
+    return changes()
+
+
+def watch(check: Callable[[], object], folder: Path, *, interval: float = 0.5, max_runs: int | None = None,
+          sleep: Callable[[float], None] = time.sleep, say: Callable[[str], None] = print,
+          changes: Iterator[None] | None = None) -> int:
+    """Run ``check``, then again after every change under ``folder`` (``changes``: by default polled), until Ctrl-C
+    (or ``max_runs`` checks). A change made while a check runs starts the next one."""
+    changes = changes if changes is not None else polled_changes(folder, interval, sleep)
     runs = 0
     try:
         while True:
-            before = snapshot(folder)
             check()
             runs += 1
             if max_runs is not None and runs >= max_runs:
                 return 0
             say(f"\nwatching {folder} for changes (Ctrl-C to stop)")
-            current = before
-            while current == before:
-                sleep(interval)
-                current = snapshot(folder)
-            while True:  # wait until the writes settle
-                sleep(interval)
-                settled = snapshot(folder)
-                if settled == current:
-                    break
-                current = settled
+            next(changes)
     except KeyboardInterrupt:
         say("\nstopped watching")
         return 0
+
+
+def warm_up(diagnosis: bool) -> None:
+    """Import, in this process, everything a check imports but the student's modules."""
+    for name in WARM_IMPORTS + (("kata.catalogue.pytest_plugin", "kata.catalogue.probes") if diagnosis else ()):
+        try:
+            importlib.import_module(name)
+        except ImportError:
+            continue
+
+
+def in_a_forked_child(arguments: list[str]) -> int:
+    """pytest on ``arguments`` in a child of this process (so the student's modules are imported anew); its exit
+    code."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    child = os.fork()
+    if child == 0:
+        code = 3
+        try:
+            import pytest
+
+            from kata.concepts.impl import REPOSITORY_ROOT
+
+            os.environ.pop("KATA_IMPL", None)  # the student's own exercises/, whatever the shell says
+            os.chdir(REPOSITORY_ROOT)
+            # The warm modules were imported before pytest could mark them for assertion rewriting: no test's
+            # assertion is in them, and the warning is all the difference with kata check's output.
+            code = int(pytest.main(["-W", "ignore::pytest.PytestAssertRewriteWarning", *arguments]))
+        except BaseException:  # noqa: BLE001 - whatever happens, the watcher gets a status and the reason
+            traceback.print_exc()
+        finally:
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(code)
+    _, status = os.waitpid(child, 0)
+    return os.waitstatus_to_exitcode(status)
+
+
+def watch_and_check(check: Callable[[Runner], object], folder: Path, *, interval: float, diagnosis: bool,
+                    one_shot: Runner, say: Callable[[str], None] = print) -> int:
+    """`kata watch`: ``check(runner)`` now and after every change, each check's pytest run in a warm child (where
+    there is no fork, by ``one_shot``, a fresh pytest each time)."""
+    if hasattr(os, "fork"):
+        warm_up(diagnosis)
+        runner: Runner = in_a_forked_child
+    else:
+        say("kata watch: this platform cannot fork a warm process; each check starts a fresh pytest")
+        runner = one_shot
+    changes = file_events(folder) or polled_changes(folder, interval)
+    return watch(lambda: check(runner), folder, interval=interval, say=say, changes=changes)

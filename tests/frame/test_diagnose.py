@@ -166,31 +166,47 @@ def test_only_started_modules_are_worth_a_diagnosis(tmp_path):
         "an untouched stub is left out of the diagnosis; a written module is kept")
 
 
-def test_check_adds_one_line_per_diagnosed_function_and_nothing_otherwise(monkeypatch):
-    import dataclasses
-
+def test_check_asks_for_a_diagnosis_only_of_a_started_module_and_prints_the_named_mistakes(monkeypatch, tmp_path):
     from kata.student import commands
 
-    def never(*arguments, **options):
-        raise AssertionError("an untouched stub is not diagnosed: no process is started for it")
-
-    monkeypatch.setattr(commands.subprocess, "run", never)
+    asked = []
     monkeypatch.setattr(commands, "started", lambda folder, names, reference: [])
-    assert commands.diagnosis_sentences(concept("gae")) == [], "an untouched stub gets no diagnosis line"
+    monkeypatch.setattr(commands.status, "all_states", lambda: [])
+    assert commands.pytest_arguments(concept("gae"), slow=False)[-2:] != ["-p", commands.DIAGNOSIS_PLUGIN], (
+        "without a diagnosis file, no plugin is asked for")
+    monkeypatch.setattr(commands, "run_check", commands.run_check)
 
+    def runner(arguments):
+        asked.append(arguments)
+        return 5  # stop right after pytest: only the arguments matter here
+
+    commands.run_check(concept("gae"), run_pytest=runner)
+    assert not any(commands.DIAGNOSIS_PLUGIN in argument for argument in asked[-1]), (
+        f"an untouched stub is not diagnosed: no plugin is asked for ({asked[-1]})")
     monkeypatch.setattr(commands, "started", lambda folder, names, reference: list(names))  # the student wrote gae
+    commands.run_check(concept("gae"), run_pytest=runner)
+    assert commands.DIAGNOSIS_PLUGIN in asked[-1] and any(a.startswith("--kata-diagnose=") for a in asked[-1]), (
+        f"a started module's check asks pytest for the diagnosis plugin: {asked[-1]}")
+
     found = [diagnosis.Diagnosis("gae", "gae_advantages", "gae/truncation_as_termination", 7, 7),
              diagnosis.Diagnosis("gae", "gae_advantages", None, 3, 9)]
-
-    def answer(entries):
-        text = json.dumps({"diagnoses": [{**dataclasses.asdict(d), "sentence": d.sentence()} for d in entries]})
-        return lambda *arguments, **options: subprocess.CompletedProcess(arguments, 0, text, "")
-
-    monkeypatch.setattr(commands.subprocess, "run", answer(found))
-    assert commands.diagnosis_sentences(concept("gae")) == [found[0].sentence()], (
+    report = tmp_path / "diagnosis.json"
+    report.write_text(json.dumps({"diagnoses": [{**vars(d), "sentence": d.sentence()} for d in found]}))
+    assert commands.diagnosis_sentences(report) == [found[0].sentence()], (
         "one line per named mistake; silence where none is named")
-    monkeypatch.setattr(commands.subprocess, "run", answer([]))
-    assert commands.diagnosis_sentences(concept("gae")) == [], "no diagnosis prints nothing"
+    assert commands.diagnosis_sentences(tmp_path / "missing.json") == [], "no diagnosis file prints nothing"
+
+
+def test_the_plugin_diagnoses_a_failed_concept_in_the_test_process(tmp_path):
+    report = tmp_path / "diagnosis.json"
+    completed = subprocess.run(
+        [sys.executable, "-m", "pytest", "tests/test_gae.py", "--impl=solutions", "--mistake=gae/lambda_not_applied",
+         "-m", "gae and not slow", "-q", "-p", "no:cacheprovider", "-p", "kata.catalogue.pytest_plugin",
+         f"--kata-diagnose={report}", "--kata-no-progress"], cwd=REPOSITORY_ROOT, capture_output=True, text=True)
+    assert completed.returncode == 1, f"the bound mistake fails the gae tests: {completed.stdout[-1500:]}"
+    [entry] = json.loads(report.read_text())["diagnoses"]
+    assert entry["mistake"] == "gae/lambda_not_applied" and entry["sentence"].startswith("your gae_advantages"), (
+        f"the plugin names the mistake the failed concept behaves like, in the student's sentence: {entry}")
 
 
 def test_a_child_process_diagnoses_submitted_code():

@@ -1,0 +1,82 @@
+"""`kata watch`: the same verdict as `kata check`, from a warm process, on every save.
+
+The check a watch runs in its forked child must print exactly what `kata check` prints: the same tests, messages,
+Hypothesis profile, state line and diagnosis, on an untouched stub, on wrong code and on right code."""
+
+from __future__ import annotations
+
+import os
+import queue
+import re
+import shutil
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from kata.concepts.impl import REPOSITORY_ROOT as ROOT
+from kata.student import watch
+
+pytestmark = pytest.mark.frame
+
+COPIED = ("kata", "exercises", "solutions", "tests", "mistakes", "conftest.py", "pyproject.toml")
+LEFT_OUT = shutil.ignore_patterns("__pycache__", "*.pyc", ".hypothesis", ".kata", "frame", "parity")
+THROUGH_THE_WATCH = """
+import sys
+from kata.concepts.manifest import concept
+from kata.student import commands, watch
+watch.warm_up(diagnosis=commands.diagnosis_available())
+sys.exit(commands.run_check(concept(sys.argv[1]), run_pytest=watch.in_a_forked_child))
+"""
+
+
+def _copy(destination: Path) -> Path:
+    destination.mkdir()
+    for name in COPIED:
+        if (ROOT / name).is_dir():
+            shutil.copytree(ROOT / name, destination / name, ignore=LEFT_OUT)
+        else:
+            shutil.copy2(ROOT / name, destination / name)
+    return destination
+
+
+def _run(copy: Path, *command: str) -> tuple[int, str]:
+    environment = {k: v for k, v in os.environ.items() if not k.startswith(("KATA_", "PYTEST_", "PYTHONPATH"))}
+    environment.update(KATA_PROGRESS=str(copy / ".kata" / "progress.json"), KATA_HYPOTHESIS_PROFILE="ci")
+    completed = subprocess.run([sys.executable, *command], cwd=copy, capture_output=True, text=True,
+                               env=environment, timeout=300)
+    output = re.sub(r" in \d+\.\d+s", " in <time>", completed.stdout + completed.stderr)
+    return completed.returncode, output
+
+
+def test_the_watch_gives_the_verdict_of_kata_check_on_a_stub_a_wrong_and_a_right_file(tmp_path):
+    copy = _copy(tmp_path / "repository")
+    module = copy / "exercises" / "baselines.py"
+    reference = (ROOT / "solutions" / "baselines.py").read_text()
+    wrong = reference + "\n\n" + (ROOT / "mistakes" / "baselines" / "rloo_includes_self.py").read_text()
+    for name, text in (("stub", module.read_text()), ("wrong", wrong), ("right", reference)):
+        module.write_text(text)
+        checked = _run(copy, "-m", "kata", "check", "baselines")
+        watched = _run(copy, "-c", THROUGH_THE_WATCH, "baselines")
+        assert watched == checked, (
+            f"on the {name} file, the watch's check must print what kata check prints:\n--- kata check (exit "
+            f"{checked[0]}):\n{checked[1]}\n--- through the watch (exit {watched[0]}):\n{watched[1]}")
+        expected = {"stub": "not implemented yet", "wrong": "behaves like the catalogued mistake",
+                    "right": "passes every test"}[name]
+        assert expected in checked[1], f"on the {name} file the verdict says '{expected}':\n{checked[1]}"
+
+
+def test_file_events_see_a_save_made_while_a_check_runs(tmp_path):
+    (tmp_path / "gae.py").write_text("x = 1\n")
+    changes = watch.file_events(tmp_path)
+    if changes is None:
+        pytest.skip("watchfiles is not installed: kata watch polls instead")
+    time.sleep(0.3)  # the listener thread is up
+    (tmp_path / "gae.py").write_text("x = 2\n")  # saved before anyone asks for the next change
+    (tmp_path / "notes.txt").write_text("not Python")
+    seen: queue.Queue[bool] = queue.Queue()
+    threading.Thread(target=lambda: seen.put(next(changes) is None), daemon=True).start()
+    assert seen.get(timeout=5), "a save made while no one was waiting is reported at the next ask"
