@@ -381,25 +381,3 @@ def test_watch_reruns_after_a_change_and_stops_on_ctrl_c(tmp_path):
         "Ctrl-C stops watch with exit 0")
     assert len(runs) == 2, "one run at the start, one after the edit, none while nothing changes"
     assert said[-1].strip() == "stopped watching", f"watch says it stopped: {said[-1]!r}"
-
-
-# ---- kata check end to end ---------------------------------------------------------------------------------------
-
-
-@pytest.mark.slow
-def test_kata_check_runs_one_concept_and_records_it_for_status(tmp_path):
-    environment = dict(os.environ, KATA_PROGRESS=str(tmp_path / "progress.json"))
-    completed = subprocess.run([sys.executable, "-m", "kata", "check", "baselines"], cwd=tmp_path,
-                               capture_output=True, text=True, env=environment, timeout=600)
-    assert completed.returncode in (0, 1), completed.stdout + completed.stderr
-    assert completed.stdout.startswith("kata check: 2. baselines"), (
-        f"kata check's output starts with the concept's number and name: {completed.stdout[:200]!r}")
-    recorded = json.loads((tmp_path / "progress.json").read_text())["concepts"]
-    assert list(recorded) == ["baselines"], "only the concept that ran is recorded"
-    outcomes = [t["outcome"] for t in recorded["baselines"]["tests"].values() if not t["slow"]]
-    assert outcomes and None not in outcomes, "every quick test of the concept ran and was recorded"
-    state = next(s for s in status.all_states(progress=tmp_path / "progress.json") if s.concept.name == "baselines")
-    assert state.label != "changed since last check", "the record's fingerprint is the one status computes"
-    last = completed.stdout.strip().splitlines()[-1]
-    assert ("Next:" in last or "Every concept is done" in last) if completed.returncode == 0 else "kata hint" in last, (
-        f"the last line gives the next step when passing, the hint command when failing: {last!r}")

@@ -8,6 +8,7 @@ these tests pin the kinds of probe: values, gradients (detach contracts), random
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -199,10 +200,13 @@ def test_check_asks_for_a_diagnosis_only_of_a_started_module_and_prints_the_name
 
 def test_the_plugin_diagnoses_a_failed_concept_in_the_test_process(tmp_path):
     report = tmp_path / "diagnosis.json"
+    # One failure is enough (-x), and its smallest example is not needed (no shrinking): the diagnosis runs on the
+    # concept whatever test failed first.
     completed = subprocess.run(
         [sys.executable, "-m", "pytest", "tests/test_gae.py", "--impl=solutions", "--mistake=gae/lambda_not_applied",
-         "-m", "gae and not slow", "-q", "-p", "no:cacheprovider", "-p", "kata.catalogue.pytest_plugin",
-         f"--kata-diagnose={report}", "--kata-no-progress"], cwd=REPOSITORY_ROOT, capture_output=True, text=True)
+         "-m", "gae and not slow", "-q", "-x", "-p", "no:cacheprovider", "-p", "kata.catalogue.pytest_plugin",
+         f"--kata-diagnose={report}", "--kata-no-progress"], cwd=REPOSITORY_ROOT, capture_output=True, text=True,
+        env=dict(os.environ, KATA_HYPOTHESIS_PROFILE="ci-no-shrink"))
     assert completed.returncode == 1, f"the bound mistake fails the gae tests: {completed.stdout[-1500:]}"
     [entry] = json.loads(report.read_text())["diagnoses"]
     assert entry["mistake"] == "gae/lambda_not_applied" and entry["sentence"].startswith("your gae_advantages"), (

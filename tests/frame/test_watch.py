@@ -5,6 +5,7 @@ Hypothesis profile, state line and diagnosis, on an untouched stub, on wrong cod
 
 from __future__ import annotations
 
+import json
 import os
 import queue
 import re
@@ -25,11 +26,14 @@ pytestmark = pytest.mark.frame
 COPIED = ("kata", "exercises", "solutions", "tests", "mistakes", "conftest.py", "pyproject.toml")
 LEFT_OUT = shutil.ignore_patterns("__pycache__", "*.pyc", ".hypothesis", ".kata", "frame", "parity")
 THROUGH_THE_WATCH = """
-import sys
+import shutil, sys
 from kata.concepts.manifest import concept
 from kata.student import commands, watch
-watch.warm_up(diagnosis=commands.diagnosis_available())
-sys.exit(commands.run_check(concept(sys.argv[1]), run_pytest=watch.in_a_forked_child))
+watch.warm_up(diagnosis=commands.diagnosis_available())  # once, as kata watch does
+for source in sys.argv[2:]:  # one save after another, each checked in a child of this warm process
+    shutil.copy(source, "exercises/" + sys.argv[1] + ".py")
+    code = commands.run_check(concept(sys.argv[1]), run_pytest=watch.in_a_forked_child)
+    print(f"=== exit {code}", flush=True)
 """
 
 
@@ -57,16 +61,29 @@ def test_the_watch_gives_the_verdict_of_kata_check_on_a_stub_a_wrong_and_a_right
     module = copy / "exercises" / "baselines.py"
     reference = (ROOT / "solutions" / "baselines.py").read_text()
     wrong = reference + "\n\n" + (ROOT / "mistakes" / "baselines" / "rloo_includes_self.py").read_text()
-    for name, text in (("stub", module.read_text()), ("wrong", wrong), ("right", reference)):
+    files = {"stub": module.read_text(), "wrong": wrong, "right": reference}
+    for name, text in files.items():
+        (tmp_path / f"{name}.py").write_text(text)
+    checked = {}
+    for name, text in files.items():
         module.write_text(text)
-        checked = _run(copy, "-m", "kata", "check", "baselines")
-        watched = _run(copy, "-c", THROUGH_THE_WATCH, "baselines")
-        assert watched == checked, (
-            f"on the {name} file, the watch's check must print what kata check prints:\n--- kata check (exit "
-            f"{checked[0]}):\n{checked[1]}\n--- through the watch (exit {watched[0]}):\n{watched[1]}")
-        expected = {"stub": "not implemented yet", "wrong": "behaves like the catalogued mistake",
-                    "right": "passes every test"}[name]
-        assert expected in checked[1], f"on the {name} file the verdict says '{expected}':\n{checked[1]}"
+        code, output = _run(copy, "-m", "kata", "check", "baselines")
+        checked[name] = f"{output}=== exit {code}\n"
+    code, watched = _run(copy, "-c", THROUGH_THE_WATCH, "baselines", *(str(tmp_path / f"{n}.py") for n in files))
+    assert code == 0, f"the warm process ran every check: {watched[-2000:]}"
+    assert watched == "".join(checked.values()), (
+        "on a stub, a wrong and a right file, the watch's checks must print what kata check prints:\n--- kata "
+        f"check:\n{''.join(checked.values())}\n--- through the watch:\n{watched}")
+    for name, expected in (("stub", "not implemented yet"), ("wrong", "behaves like the catalogued mistake"),
+                           ("right", "passes every test")):
+        assert expected in checked[name], f"on the {name} file the verdict says '{expected}':\n{checked[name]}"
+    assert checked["stub"].startswith("kata check: 2. baselines"), (
+        f"kata check's output starts with the concept's number and name: {checked['stub'][:200]!r}")
+    recorded = json.loads((copy / ".kata" / "progress.json").read_text())["concepts"]
+    assert list(recorded) == ["baselines"], f"only the concept that ran is recorded: {list(recorded)}"
+    outcomes = [test["outcome"] for test in recorded["baselines"]["tests"].values() if not test["slow"]]
+    assert outcomes and set(outcomes) == {"passed"}, (
+        f"every quick test of the concept ran on the right file and was recorded as passed: {outcomes}")
 
 
 def test_file_events_see_a_save_made_while_a_check_runs(tmp_path):
