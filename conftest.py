@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 import os
+import re
 
 import pytest
 from _pytest.doctest import DoctestItem
@@ -72,6 +73,14 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", f"{PARITY_MARKER}: the reference against TRL, verl and SB3 (tests/parity)")
     config.addinivalue_line("markers", f"{SLOW_MARKER}: integration runs (training); -m 'not slow' skips them")
     config.addinivalue_line("markers", "lab: runs the lab end to end")
+    # `pytest -m gea` would deselect every test and say nothing: an -m that names no marker is a usage error.
+    expression = config.option.markexpr or ""
+    known = {line.split(":")[0].split("(")[0].strip() for line in config.getini("markers")}
+    unknown = sorted({word for word in re.findall(r"[A-Za-z_]\w*", expression)} - known - {"and", "or", "not"})
+    if unknown:
+        concepts = ", ".join(CONCEPT_MARKERS)
+        raise pytest.UsageError(f"-m {expression!r}: no test is marked {', '.join(unknown)}. The markers: the "
+                                f"concepts ({concepts}), {FRAME_MARKER}, {SLOW_MARKER}, {PARITY_MARKER}")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

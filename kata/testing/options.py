@@ -10,6 +10,10 @@ a test path: the rootdir becomes the submission, and this repository's ``conftes
 never read. ``--impl=PATH`` in one word has no such effect, so a command line that gives a folder as a separate
 argument is run again at once with the two joined (a ``pytest.main`` call, which cannot be restarted, is told to
 join them).
+
+Started outside the repository (``cd ~/submissions && pytest --impl student-7``), pytest would look for tests where
+it was started and find none of the kata's. With ``--impl`` given and no test path, the run starts again from the
+repository, the folder made absolute, and says so in one line.
 """
 
 from __future__ import annotations
@@ -55,16 +59,49 @@ def joined_impl_arguments(args: list[str]) -> list[str] | None:
     return None
 
 
+def from_the_repository(arguments: list[str], started_in: Path, repository: Path) -> list[str] | None:
+    """``arguments`` for a run started again in ``repository`` (``--impl`` values made absolute), when pytest was
+    started outside it with ``--impl`` and no test path; None otherwise."""
+    if started_in.resolve().is_relative_to(repository.resolve()) or not (repository / "conftest.py").is_file():
+        return None
+    moved, given, after_impl = [], False, False
+    for argument in arguments:
+        if argument == "--":
+            return None
+        if after_impl or argument.startswith("--impl="):
+            value = argument.partition("=")[2] if argument.startswith("--impl=") else argument
+            if value not in NAMED_PACKAGES:
+                value = str((started_in / Path(value).expanduser()).resolve())
+            moved.append(f"--impl={value}" if argument.startswith("--impl=") else value)
+            given, after_impl = True, False
+            continue
+        after_impl = argument == "--impl"
+        if not argument.startswith("-") and (started_in / argument).exists():
+            return None  # a test path of the caller's own: leave the run where it is
+        moved.append(argument)
+    return moved if given else None
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_load_initial_conftests(early_config: pytest.Config) -> None:
+    from kata.concepts.impl import REPOSITORY_ROOT
+
     arguments = list(early_config.invocation_params.args)
-    joined = joined_impl_arguments(arguments)
-    if joined is None:
+    started_in = Path(early_config.invocation_params.dir)
+    moved = from_the_repository(arguments, started_in, REPOSITORY_ROOT)
+    joined = joined_impl_arguments(moved or arguments)
+    if joined is None and moved is None:
         return
     if sys.argv[1:] != arguments:  # pytest.main(...) inside a program: it cannot be started again
-        raise pytest.UsageError("give the folder as --impl=PATH (one word): pytest would read PATH as a test path")
+        raise pytest.UsageError("give the folder as --impl=PATH (one word), and run pytest from the kata's "
+                                f"repository ({REPOSITORY_ROOT})")
     capture = early_config.pluginmanager.getplugin("capturemanager")
     if capture is not None:  # give the new process the real stdout and stderr, not pytest's capture files
         capture.stop_global_capturing()
+    if moved is not None:
+        print(f"kata: pytest started outside the kata's repository; running its tests from {REPOSITORY_ROOT}",
+              file=sys.stderr)
+        os.chdir(REPOSITORY_ROOT)
     sys.stdout.flush()
-    os.execv(sys.executable, [sys.executable, "-m", "pytest", *joined])
+    sys.stderr.flush()
+    os.execv(sys.executable, [sys.executable, "-m", "pytest", *(joined or moved)])

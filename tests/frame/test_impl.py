@@ -290,3 +290,24 @@ def test_a_file_written_against_the_old_import_paths_still_imports_and_passes(tm
         cwd=ROOT, capture_output=True, text=True)
     assert completed.returncode == 0, (
         f"the reference written against the old import paths passes its tests: {completed.stdout[-2000:]}")
+
+
+def test_pytest_started_outside_the_repository_runs_the_kata_tests_from_it(tmp_path):
+    submissions = tmp_path / "submissions"
+    copy_of_solutions(submissions / "student-7")
+    completed = subprocess.run(
+        [sys.executable, "-m", "pytest", "--impl", "student-7", "-m", "baselines and not slow", "-k", "worked_example",
+         "-p", "no:cacheprovider", "--kata-no-progress"], cwd=submissions, capture_output=True, text=True, timeout=300)
+    assert completed.returncode == 0 and "1 passed" in completed.stdout, (
+        f"`cd submissions && pytest --impl student-7` runs the kata's tests on the folder: "
+        f"{completed.stdout[-1500:]}{completed.stderr[-500:]}")
+    assert f"running its tests from {ROOT}" in completed.stderr, (
+        f"the run says in one line where its tests come from: {completed.stderr[-500:]}")
+
+
+def test_a_misspelt_marker_is_an_error_that_names_the_markers():
+    completed = subprocess.run([sys.executable, "-m", "pytest", "-m", "gea and not slow", "-q", "--co",
+                                "-p", "no:cacheprovider"], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    output = completed.stdout + completed.stderr
+    assert completed.returncode == 4 and "no test is marked gea" in output and "gae" in output, (
+        f"`pytest -m gea` stops in one line naming the known markers, instead of deselecting everything: {output}")
