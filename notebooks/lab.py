@@ -37,13 +37,11 @@ from pathlib import Path
 
 import numpy as np
 
-from kata.lab import plots
-from kata.concepts.impl import load
-from kata.lab import sections
-from kata.lab.plan import plan_for
-from kata.lab.plan import GAE_EXAMPLE, MASK_EXAMPLE
+from kata.concepts.impl import load, reference_or_exercises
+from kata.lab import plots, sections
+from kata.lab.plan import GAE_EXAMPLE, MASK_EXAMPLE, plan_for
 
-PACKAGE = os.environ.get("KATA_LAB_IMPL", "solutions")  # "solutions", "exercises", or a folder's path
+PACKAGE = os.environ.get("KATA_LAB_IMPL") or reference_or_exercises()  # "solutions", "exercises", or a folder's path
 PROFILE = os.environ.get("KATA_LAB_PROFILE", "smoke")  # "smoke" or "full"
 FIGURES = Path(os.environ.get("KATA_LAB_FIGURES", "lab-output/notebook"))
 

@@ -103,6 +103,9 @@ def spec_problem(spec: str, *, mistake: str | None = None, variant: str | None =
             except ValueError as error:
                 return f"--{kind} {entry}: {error}"
     if spec in NAMED_PACKAGES:
+        if importlib.util.find_spec(spec) is None:
+            return (f"{given_as} {spec}: there is no package {spec} here (a student edition holds no reference: "
+                    "give exercises, or a folder laid out like exercises/)")
         return None
     folder = Path(spec).expanduser()
     if not folder.exists():
@@ -113,6 +116,12 @@ def spec_problem(spec: str, *, mistake: str | None = None, variant: str | None =
         return None
     expected = ", ".join(f"{c.name}.py" for c in CONCEPTS)
     return f"{given_as} {spec}: the folder holds none of the concept modules ({expected})"
+
+
+def reference_or_exercises() -> str:
+    """The implementation the lab runs by default: the reference where it is installed (the instructor's
+    repository), else the student's exercises (a student edition)."""
+    return "solutions" if importlib.util.find_spec("solutions") is not None else "exercises"
 
 
 def load(

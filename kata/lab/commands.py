@@ -6,6 +6,7 @@ import argparse
 from collections.abc import Sequence
 
 from kata.concepts.arguments import positive_int
+from kata.concepts.impl import reference_or_exercises
 from kata.lab.plan import PROFILES
 
 DESCRIPTION = (
@@ -17,8 +18,9 @@ DESCRIPTION = (
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--profile", choices=PROFILES, default="smoke",
                    help="smoke: the quick end-to-end run (default); full: every seed and longer runs")
-    p.add_argument("--impl", default="solutions", metavar="exercises|solutions|PATH",
-                   help="implementation to run (default solutions, the reference; exercises runs your code)")
+    p.add_argument("--impl", default=reference_or_exercises(), metavar="exercises|solutions|PATH",
+                   help="implementation to run (default: solutions, the reference, where it is installed, else "
+                   "exercises, your code)")
     p.add_argument("--out", default=None, metavar="DIR",
                    help="output folder (default: a fresh lab-output/<timestamp>)")
     p.add_argument("--jobs", type=positive_int, default=None, metavar="N",

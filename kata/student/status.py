@@ -79,6 +79,17 @@ def slow_not_run_label(concept: Concept) -> str:
     return f"fast tests green; `kata check {concept.name} --slow` trains the agent, and grading runs it"
 
 
+PRISTINE = Path(__file__).with_name("pristine")  # a student edition's stubs as handed out (kata release writes them)
+
+
+def given_code() -> Path:
+    """Where the code a concept module is given ready-made can be read: the reference (the instructor's repository),
+    or the stubs as handed out (a student edition, which holds no reference). A function equal to its copy there is
+    not the student's work."""
+    reference = REPOSITORY_ROOT / "solutions"
+    return reference if reference.is_dir() or not PRISTINE.is_dir() else PRISTINE
+
+
 def all_states(
     *,
     exercises_dir: Path | None = None,
@@ -90,7 +101,7 @@ def all_states(
     """Every concept's state, in teaching order (defaults: this repository's folders and progress file)."""
     exercises_dir = exercises_dir or REPOSITORY_ROOT / "exercises"
     tests_dir = tests_dir or REPOSITORY_ROOT / "tests"
-    reference_dir = reference_dir if reference_dir is not None else REPOSITORY_ROOT / "solutions"
+    reference_dir = reference_dir if reference_dir is not None else given_code()
     records = load_progress(progress)
     return [
         concept_state(c, exercises_dir=exercises_dir, tests_dir=tests_dir, reference_dir=reference_dir,

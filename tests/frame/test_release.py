@@ -1,0 +1,120 @@
+"""`kata release`: the student edition holds what a class needs and not one line of an answer; its workflow has a
+graded step per concept worth its points. (The edition at work, installed as its README says, is tests/release/.)"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import sys
+import tomllib
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from kata.catalogue import stubs
+from kata.catalogue.stubs import BEGIN_SOLUTION, END_SOLUTION
+from kata.concepts.impl import REPOSITORY_ROOT as ROOT
+from kata.concepts.manifest import CONCEPTS
+from kata.grading import release
+
+pytestmark = pytest.mark.frame
+
+
+def answer_lines(repository: Path = ROOT) -> set[str]:
+    """Every line of every ``# BEGIN SOLUTION`` block of solutions/, stripped, that the frame does not also hold
+    (a bare ``)`` or ``else:`` is in kata/ anyway, and says nothing of an answer)."""
+    inside, outside = set(), set()
+    for path in sorted((repository / "solutions").glob("*.py")):
+        block = False
+        for line in path.read_text().splitlines():
+            stripped = line.strip()
+            if stripped in (BEGIN_SOLUTION, END_SOLUTION):
+                block = stripped == BEGIN_SOLUTION
+                continue
+            (inside if block else outside).add(stripped)
+    for path in [*(repository / "kata").rglob("*.py"), *(repository / "tests").glob("*.py")]:
+        outside.update(line.strip() for line in path.read_text().splitlines())
+    for stub in stubs.plan(CONCEPTS, repository / "solutions", repository / "exercises"):  # the stubs as written
+        outside.update(line.strip() for line in stub.text.splitlines())
+    return {line for line in inside if line} - outside
+
+
+def lines_found(texts: dict[str, str], answers: set[str]) -> list[str]:
+    return sorted(f"{name}: {line.strip()}" for name, text in texts.items() for line in text.splitlines()
+                  if line.strip() in answers)
+
+
+@pytest.fixture(scope="module")
+def edition(tmp_path_factory):
+    out = tmp_path_factory.mktemp("release") / "policy-gradients-student"
+    return release.release(out)
+
+
+def test_the_edition_holds_no_line_of_an_answer(edition):
+    out, zipped = edition
+    answers = answer_lines()
+    assert len(answers) > 150, f"the search needs the answers' lines to look for: {len(answers)} found"
+    texts = {path.relative_to(out).as_posix(): path.read_text(errors="replace")
+             for path in out.rglob("*") if path.is_file()}
+    leaked = lines_found(texts, answers)
+    assert not leaked, f"the student edition holds lines of the reference's answers: {leaked[:10]}"
+    with zipfile.ZipFile(zipped) as archive:  # the same search finds them where they belong: the autograder's copy
+        graded = {name: archive.read(name).decode(errors="replace") for name in archive.namelist()
+                  if name.startswith("solutions/")}
+    assert len(lines_found(graded, answers)) > 150, "the search finds the answers in the autograder's solutions/"
+
+
+def test_the_edition_is_a_repository_a_class_can_be_given(edition):
+    out, zipped = edition
+    names = {path.relative_to(out).as_posix() for path in out.rglob("*") if path.is_file()}
+    for needed in ("README.md", "GUIDE.md", "conftest.py", "pyproject.toml", "requirements.txt", ".gitignore",
+                   ".github/workflows/classroom.yml", "exercises/__init__.py", "tests/assertions.py",
+                   "kata/concepts/course.toml", "kata/cli.py", "notebooks/lab.py"):
+        assert needed in names, f"the edition needs {needed}"
+    for c in CONCEPTS:
+        assert {f"exercises/{c.name}.py", f"tests/test_{c.name}.py", f"kata/student/pristine/{c.name}.py"} <= names, (
+            f"{c.name}: its stub, its tests and the stub as handed out are in the edition")
+        assert (out / "exercises" / f"{c.name}.py").read_text() == (ROOT / "exercises" / f"{c.name}.py").read_text(), (
+            f"exercises/{c.name}.py is the stub solutions/ gives (kata stubs --check holds the committed one)")
+    forbidden = [name for name in names if name.split("/")[0] in ("solutions", "mistakes", "variants", "benchmarks")
+                 or name.startswith(("kata/grading/", "kata/catalogue/", "tests/frame/", "tests/parity/"))]
+    assert not forbidden, f"the edition holds no answers, no catalogue and no grading code: {forbidden[:10]}"
+    project = tomllib.loads((out / "pyproject.toml").read_text())
+    assert project["tool"]["setuptools"]["packages"]["find"]["include"] == ["kata*", "exercises*"], (
+        "the edition's package is kata and exercises")
+    assert "importlinter" not in project["tool"] and not {"dev", "parity"} & set(project["project"].get(
+        "optional-dependencies", {})), "no instructor's extras, no contracts naming packages the edition lacks"
+    readme = (out / "README.md").read_text()
+    setup = "python3.11 -m venv .venv && .venv/bin/python -m pip install -r requirements.txt"
+    for command in (f"{setup} && .venv/bin/kata lab --impl exercises", f"{setup} && .venv/bin/python -m pytest"):
+        assert command in readme, f"the student README gives its two commands: {command}"
+    assert "download.pytorch.org/whl/cpu" in readme, "the student README says how to get the CPU build of torch"
+    assert zipped.is_file() and zipped.parent == out.parent, "the Gradescope autograder is written beside the edition"
+    with pytest.raises(FileExistsError, match="--force"):
+        release.release(out)
+
+
+def test_the_workflow_grades_each_concept_for_its_points(edition):
+    out, _ = edition
+    workflow = (out / ".github" / "workflows" / "classroom.yml").read_text()
+    scores = re.findall(r"^\s+max-score: (\S+)$", workflow, re.MULTILINE)
+    commands = re.findall(r"^\s+command: (.+)$", workflow, re.MULTILINE)
+    assert [float(s) for s in scores] == [c.points for c in CONCEPTS], (
+        f"one graded step per concept, in order, worth its points: {scores}")
+    assert commands == [release.grading_command(c) for c in CONCEPTS], (
+        f"each step runs its concept's tests on exercises/: {commands}")
+    assert "torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu" in workflow, (
+        "the workflow installs the CPU build of torch")
+    assert f"runners: {','.join(c.name for c in CONCEPTS)}" in workflow, "the reporter reads every graded step"
+
+
+def test_the_workflow_passes_actionlint(edition):
+    out, _ = edition
+    actionlint = shutil.which("actionlint") or shutil.which("actionlint", path=str(Path(sys.executable).parent))
+    if actionlint is None:
+        pytest.skip("actionlint is not installed (the dev extra installs it)")
+    completed = subprocess.run([actionlint, "-no-color", str(out / ".github" / "workflows" / "classroom.yml")],
+                               capture_output=True, text=True)
+    assert completed.returncode == 0, f"actionlint finds problems in the workflow: {completed.stdout}"
