@@ -1,19 +1,46 @@
 """The diagnosis of a graded submission: which catalogued mistakes a failed concept behaves like.
 
-It runs the submission's code, so it runs in throwaway copies of everything it touches (see
-:func:`diagnose_submission`), through the grader's command prefix (its resource limits), after the score is set.
+It runs the submission's code, so it runs in a child process (:func:`diagnose_in_subprocess`, the command line of
+kata.catalogue.diagnose), in throwaway copies of everything it touches (see :func:`diagnose_submission`), through
+the grader's command prefix (its resource limits), after the score is set.
 """
 
 from __future__ import annotations
 
+import json
+import os
 import shutil
+import subprocess
+import sys
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
-from kata.catalogue.diagnose import DIAGNOSE_TIMEOUT, REFERENCE, Diagnosis, diagnose_in_subprocess
+from kata.catalogue.diagnose import REFERENCE, Diagnosis
 from kata.concepts.impl import REPOSITORY_ROOT
 from kata.grading import workspace
+
+DIAGNOSE_TIMEOUT = 120.0  # seconds for a whole diagnosis in a child process; a slower one is left out
+
+
+def diagnose_in_subprocess(spec: str, concept_names: list[str], *, timeout: float = DIAGNOSE_TIMEOUT,
+                           extra: tuple[str, ...] = (), prefix: Sequence[str] = (),
+                           cwd: Path = REPOSITORY_ROOT) -> list[Diagnosis]:
+    """``kata diagnose --json`` on ``spec`` in a child process (submitted code may hang or crash it), started
+    through ``prefix`` (the grader's sandbox) in the repository ``cwd``; [] if it does not answer within ``timeout``
+    seconds or fails."""
+    command = [*prefix, sys.executable, "-m", "kata.catalogue.diagnose", *concept_names, "--impl", spec, "--json",
+               *extra]
+    environment = {name: value for name, value in os.environ.items()
+                   if name != "KATA_IMPL" and not name.startswith("PYTHONPATH")}
+    try:
+        completed = subprocess.run(command, cwd=cwd, capture_output=True, text=True, timeout=timeout,
+                                   env=environment, stdin=subprocess.DEVNULL)
+        report = json.loads(completed.stdout) if completed.returncode == 0 else {}
+    except (subprocess.TimeoutExpired, json.JSONDecodeError):
+        return []
+    fields = Diagnosis.__dataclass_fields__
+    return [Diagnosis(**{key: entry[key] for key in fields}) for entry in report.get("diagnoses", [])]
 
 
 def diagnose_submission(submission: Path, concept_names: list[str], *, prefix: Sequence[str] = (),
