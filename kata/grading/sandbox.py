@@ -21,9 +21,11 @@ the kernel kills every process left in it, however it was started.
 
 ``hidden`` paths (the grader's repository; the grader's home is always added) are never bound, nor any folder that
 holds one: an interpreter path equal to or above one is left out, while one below (a virtual environment inside the
-repository, ``.venv``) is bound on its own. The interpreter's site-packages may hold an editable install whose finder
-maps ``kata`` into the grader's repository; that finder comes after the path finder on ``sys.meta_path``, so ``python
--m`` run in the copy imports the copy's ``kata`` first, and the repository it maps to does not exist inside.
+repository, ``.venv``) is bound on its own. One inside a folder bound whole (a repository in ``/usr/src``) is
+covered by an empty read-only tmpfs, a virtual environment inside it still bound on its own. The interpreter's
+site-packages may hold an editable install whose finder maps ``kata`` into the grader's repository; that finder
+comes after the path finder on ``sys.meta_path``, so ``python -m`` run in the copy imports the copy's ``kata``
+first, and the repository it maps to does not exist inside.
 
 Standard library only: the grader imports it, and nothing of it depends on the kata.
 """
@@ -44,6 +46,7 @@ from typing import Any
 
 HOME = "/tmp/home"  # the run's HOME: empty, inside its private /tmp
 TMP_BYTES = 512 * 2**20  # the private /tmp and /dev/shm live in memory, which the address-space limit does not cap
+SYSTEM = ("/usr",)  # bound read-only whole
 TOP_LEVEL = ("bin", "sbin", "lib", "lib32", "lib64", "libx32")  # folders or, on a merged /usr, symlinks into it
 SYSTEM_FILES = ("/etc/ld.so.cache",)
 CHECK_SECONDS = 30.0
@@ -58,11 +61,14 @@ def command(scratch: str | os.PathLike[str], *, python: str = sys.executable,
     read-only; see the module's docstring for everything it sees and does not. ``bwrap`` is the executable
     (default: the one on PATH)."""
     scratch = Path(scratch).resolve()
-    private = [Path.home(), *(Path(path).resolve() for path in hidden)]
+    private = [Path.home().resolve(), *(Path(path).resolve() for path in hidden)]
     args = [bwrap or shutil.which("bwrap") or "bwrap",
             "--unshare-all",  # network, PID, IPC, UTS and (where the kernel allows) user and cgroup namespaces
             "--die-with-parent", "--new-session", "--cap-drop", "ALL",
-            "--ro-bind", "/usr", "/usr"]
+            "--proc", "/proc", "--dev", "/dev",
+            "--size", str(TMP_BYTES), "--tmpfs", "/dev/shm", "--size", str(TMP_BYTES), "--tmpfs", "/tmp",
+            "--dir", HOME]
+    args += [argument for path in SYSTEM for argument in ("--ro-bind", path, path)]
     for name in TOP_LEVEL:
         top = Path("/", name)
         if top.is_symlink():
@@ -70,13 +76,17 @@ def command(scratch: str | os.PathLike[str], *, python: str = sys.executable,
         elif top.is_dir():
             args += ["--ro-bind", str(top), str(top)]
     args += [argument for path in SYSTEM_FILES if Path(path).exists() for argument in ("--ro-bind", path, path)]
-    args += ["--proc", "/proc", "--dev", "/dev",
-             "--size", str(TMP_BYTES), "--tmpfs", "/dev/shm", "--size", str(TMP_BYTES), "--tmpfs", "/tmp",
-             "--dir", HOME]
-    bound = [Path("/usr"), *(Path("/", n) for n in TOP_LEVEL)]
+    bound = [*map(Path, SYSTEM), *(Path("/", n) for n in TOP_LEVEL)]
+    covered: list[Path] = []  # hidden folders inside a bound one (/usr/src/app): an empty tmpfs over each
     pythons = dict.fromkeys((python, sys.executable))
-    for path in sorted({p for one in pythons for p in interpreter_paths(one)}, key=lambda p: len(p.parts)):
-        if _within(path, bound) or _within(path, [scratch]) or _within(scratch, [path]):
+    mounts = {(p, "bind") for one in pythons for p in interpreter_paths(one)} | {(p, "hide") for p in private}
+    for path, kind in sorted(mounts, key=lambda mount: len(mount[0].parts)):  # outer folders first
+        if kind == "hide":
+            if _shown(path, bound, covered) and path.is_dir():
+                args += ["--tmpfs", str(path)]
+                covered.append(path)
+            continue
+        if _shown(path, bound, covered) or _within(path, [scratch]) or _within(scratch, [path]):
             continue  # already visible, or the scratch's own (bound read-write below)
         if any(_within(secret, [path]) for secret in private):
             continue  # binding it would show the grader's home or repository
@@ -84,6 +94,7 @@ def command(scratch: str | os.PathLike[str], *, python: str = sys.executable,
         bound.append(path)
     args += ["--bind", str(scratch), str(scratch),
              "--remount-ro", "/",  # the root tmpfs holds only mount points: nothing may be written there
+             *(argument for path in covered for argument in ("--remount-ro", str(path))),  # nor in a cover
              "--setenv", "HOME", HOME, "--setenv", "TMPDIR", "/tmp", "--"]
     return args
 
@@ -163,6 +174,12 @@ def stop(process: subprocess.Popen[Any], grace: float) -> bool:
     except subprocess.TimeoutExpired:
         return False
     return True
+
+
+def _shown(path: Path, bound: list[Path], covered: list[Path]) -> bool:
+    """Whether ``path`` is visible already: the innermost of ``bound`` and ``covered`` that holds it is bound."""
+    holding = [folder for folder in [*bound, *covered] if _within(path, [folder])]
+    return bool(holding) and max(holding, key=lambda folder: len(folder.parts)) in bound
 
 
 def _within(path: Path, folders: Iterable[Path]) -> bool:

@@ -195,6 +195,46 @@ def test_the_grader_s_home_and_repository_are_never_bound_nor_any_folder_above_t
     assert prefix[prefix.index("--cap-drop") + 1] == "ALL" and prefix[-1] == "--", "no capability; then the command"
 
 
+COVERED_LOOK = """
+import json, os, sys
+seen = {"files": sorted(os.listdir(sys.argv[1])), "venv": open(sys.argv[2]).read()}
+try:
+    open(os.path.join(sys.argv[1], "written.txt"), "w").close()
+    seen["write"] = "written"
+except OSError as error:
+    seen["write"] = type(error).__name__
+print(json.dumps(seen))
+"""
+
+
+def test_a_repository_inside_a_system_folder_is_covered_and_its_virtual_environment_still_bound(tmp_path, monkeypatch):
+    """A repository in a folder every run sees whole (/usr/src/app, say) is covered by an empty read-only folder."""
+    sandbox_works()
+    system, interpreter_paths = tmp_path / "system", sandbox.interpreter_paths
+    repository = system / "src" / "kata"
+    venv = repository / ".venv"
+    (repository / "solutions").mkdir(parents=True)
+    (repository / "solutions" / "baselines.py").write_text("the answers\n")
+    venv.mkdir()
+    (venv / "marker.txt").write_text("the interpreter's own\n")
+    monkeypatch.setattr(sandbox, "SYSTEM", (*sandbox.SYSTEM, str(system)))  # bound whole, as /usr is
+    monkeypatch.setattr(sandbox, "interpreter_paths", lambda python: (*interpreter_paths(python), venv))
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    prefix = sandbox.command(scratch, hidden=[repository])
+    covers = [prefix[i + 1] for i, word in enumerate(prefix) if word == "--tmpfs"]
+    assert str(repository) in covers and prefix.index(str(repository)) > prefix.index(str(system)), (
+        f"an empty tmpfs covers the repository, after the folder that holds it is bound: {prefix}")
+    completed = subprocess.run([*prefix, sys.executable, "-c", COVERED_LOOK, str(repository), str(venv / "marker.txt")],
+                               capture_output=True, text=True, timeout=60)
+    assert completed.returncode == 0, f"the look runs in the sandbox: {completed.stderr[-2000:]}"
+    seen = json.loads(completed.stdout)
+    assert seen["files"] == [".venv"], f"nothing of the repository but the mount point of its .venv: {seen}"
+    assert seen["venv"] == "the interpreter's own\n", f"the virtual environment inside it is still bound: {seen}"
+    assert seen["write"] == "OSError", f"the cover is read-only: {seen}"
+    assert not (repository / "written.txt").exists(), "nothing was written in the repository"
+
+
 # ---- submissions that try to escape ------------------------------------------------------------------------------
 
 
