@@ -6,8 +6,10 @@
 `kata status` is timed as a fresh process (`python -m kata status`), as a student meets it. The grading figure
 compares `kata grade` on a copy of solutions/ with `pytest --impl solutions` on the same selection (every concept's
 tests, frame tests left out, the `ci` profile, slow integration tests included unless --no-slow), both fresh
-processes; the difference is the grader's own overhead (the run's fresh copy and per-concept views, the sandbox
-process, the plugin's report, the reports written).
+processes; the difference is the grader's own overhead (the run's fresh copy and per-concept views, the limits
+process, the bubblewrap sandbox where it works, the plugin's report, the reports written). ``kata grade --no-sandbox``
+is timed in the same rounds: the difference is what the sandbox costs (kata.grading.sandbox; the same figure where
+bwrap is missing).
 """
 
 from __future__ import annotations
@@ -64,14 +66,16 @@ def main() -> None:
         grade_command = [sys.executable, "-m", "kata", "grade", str(submission), "--json", str(report)]
         if args.no_slow:
             grade_command.append("--no-slow")
-        suite_times, grade_times = [], []
-        for _ in range(args.rounds):  # alternated, so a change in the machine's load hits both alike
+        suite_times, grade_times, unsandboxed_times = [], [], []
+        for _ in range(args.rounds):  # alternated, so a change in the machine's load hits all three alike
             wall, suite = timed(suite_command, dict(environment, KATA_HYPOTHESIS_PROFILE="ci"))
             suite_times.append(wall)
+            wall, unsandboxed = timed([*grade_command, "--no-sandbox"], environment)
+            unsandboxed_times.append(wall)
             wall, graded = timed(grade_command, environment)
             grade_times.append(wall)
-            if graded.returncode != 0 or not report.exists():
-                raise SystemExit(f"kata grade failed: {graded.stderr[-2000:]}")
+            if graded.returncode != 0 or unsandboxed.returncode != 0 or not report.exists():
+                raise SystemExit(f"kata grade failed: {graded.stderr[-2000:]}{unsandboxed.stderr[-2000:]}")
         suite_line = suite.stdout.strip().splitlines()[-1].strip("= ") if suite.stdout.strip() else "no output"
         entry = json.loads(report.read_text())["submissions"][0]
         tests = sum(c["passed"] + c["failed"] for c in entry["concepts"].values())
@@ -84,6 +88,10 @@ def main() -> None:
               f"{entry['max_total']:g} points, {tests} tests, statuses {statuses}")
         print(f"grading overhead: {grade_wall - suite_wall:+.1f} s, {grade_wall / suite_wall:.2f} x the suite "
               "(target: <= 1.5 x)")
+        sandbox = "not sandboxed: " + graded.stderr.split("no sandbox: ", 1)[1].splitlines()[0] \
+            if "no sandbox: " in graded.stderr else "sandboxed with bwrap"
+        print(f"kata grade --no-sandbox: median {median(unsandboxed_times):.1f} s; the default ({sandbox}) costs "
+              f"{grade_wall - median(unsandboxed_times):+.2f} s per submission")
 
 
 def median(values: list[float]) -> float:

@@ -22,16 +22,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import subprocess
 import sys
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass
-from pathlib import Path
 
 from kata.concepts.impl import (
-    REPOSITORY_ROOT,
     VARIANTS_ROOT,
     Implementation,
     ImplementationImportError,
@@ -44,7 +40,6 @@ from kata.concepts.arrays import torch_threads
 
 REFERENCE = "solutions"
 MINIMUM_RECALL = 0.9
-DIAGNOSE_TIMEOUT = 120.0  # seconds for a whole diagnosis in a child process; a slower one is left out
 
 
 @dataclass(frozen=True)
@@ -148,26 +143,6 @@ def _diagnose_concept(implementation: Implementation, c: Concept, catalogue: Cat
         if diagnosis is not None:
             diagnoses.append(diagnosis)
     return diagnoses
-
-
-def diagnose_in_subprocess(spec: str, concept_names: list[str], *, timeout: float = DIAGNOSE_TIMEOUT,
-                           extra: tuple[str, ...] = (), prefix: Sequence[str] = (),
-                           cwd: Path = REPOSITORY_ROOT) -> list[Diagnosis]:
-    """``kata diagnose --json`` on ``spec`` in a child process (submitted code may hang or crash it), started
-    through ``prefix`` (the grader's sandbox) in the repository ``cwd``; [] if it does not answer within ``timeout``
-    seconds or fails."""
-    command = [*prefix, sys.executable, "-m", "kata.catalogue.diagnose", *concept_names, "--impl", spec, "--json",
-               *extra]
-    environment = {name: value for name, value in os.environ.items()
-                   if name != "KATA_IMPL" and not name.startswith("PYTHONPATH")}
-    try:
-        completed = subprocess.run(command, cwd=cwd, capture_output=True, text=True, timeout=timeout,
-                                   env=environment, stdin=subprocess.DEVNULL)
-        report = json.loads(completed.stdout) if completed.returncode == 0 else {}
-    except (subprocess.TimeoutExpired, json.JSONDecodeError):
-        return []
-    fields = Diagnosis.__dataclass_fields__
-    return [Diagnosis(**{key: entry[key] for key in fields}) for entry in report.get("diagnoses", [])]
 
 
 # ---- measuring the diagnosis on the catalogues ---------------------------------------------------------------------

@@ -5,6 +5,7 @@
     batch.py         many submissions, several at a time, the reports rewritten after each
     workspace.py     the fresh copy a run works in, and the per-concept views of a submission
     limits.py        resource limits and the reaping of every process a run started
+    sandbox.py       the bubblewrap sandbox a run of submitted code sees: its copy, the interpreter, nothing else
     guard.py         the pytest plugin that forbids a submission to import the answers
     results.py       what grading finds, and the reports (Markdown, JSON, CSV, Gradescope)
     diagnoses.py     the diagnosis of a graded submission, in throwaway copies

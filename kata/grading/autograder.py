@@ -132,7 +132,8 @@ def run(root: Path) -> dict:
     concepts = [concept(name) for name in settings.get("concepts", [c.name for c in CONCEPTS])]
     grader = Grader(concepts=concepts, timeout=float(settings.get("timeout", DEFAULT_TEST_TIMEOUT)),
                     include_slow=bool(settings.get("include_slow", True)), repository=source,
-                    diagnose=(source / "mistakes").is_dir())  # a failed concept's output names its misconception
+                    diagnose=(source / "mistakes").is_dir(),  # a failed concept's output names its misconception
+                    sandbox=False)  # unchanged on Gradescope: each submission has a throwaway container of its own
     with tempfile.TemporaryDirectory(prefix="kata-autograder-") as scratch:
         student = Path(scratch) / "submission"
         missing = [name for name in collect(root / "submission", student)

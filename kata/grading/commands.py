@@ -40,6 +40,7 @@ def cmd_grade(args: argparse.Namespace) -> int:
         chained=args.chained,
         threads_per_job=max(1, cores // jobs) if jobs > 1 else None,
         diagnose=True,
+        sandbox=not args.no_sandbox,
     )
     print(f"kata grade: {len(submissions)} submission(s), {jobs} at a time, {args.timeout:g} s per test, "
           f"{grading.watchdog:g} s per run", file=sys.stderr, flush=True)
@@ -112,10 +113,15 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
             --gradescope the results.json of Gradescope (one test per concept; one submission only; `kata autograder`
             builds the whole autograder); --class-report DIR misconceptions.md, .json and .png. A failed concept's
             diagnoses name the catalogued mistakes its functions behave like (kata diagnose, on the submission's own
-            modules beside the reference, under the same limits).
+            modules beside the reference, under the same limits and sandbox).
 
-            Submitted code runs with your rights in the process that records its results: it can read and write
-            your files and use the network. Grade untrusted code inside a container or a throwaway virtual machine."""))
+            Where bubblewrap (bwrap) works, on Linux, each run of a submission's code (its tests, its diagnosis)
+            sees only its own copy read-write and the interpreter read-only: no home, no other submission, not
+            this repository, no network, and its processes end with it. Where bwrap is missing or cannot start, a
+            note in every report and a line on stderr say so, and grading goes on unsandboxed, with your rights
+            (your files, the network); --no-sandbox asks for that: then grade untrusted code inside a container or
+            a throwaway virtual machine. Either way the submitted code runs in the process that records its
+            results, so code written to cheat can still forge its own (README.md)."""))
     p.add_argument("submissions", nargs="*", metavar="SUBMISSION", help="folders to grade (default ./exercises)")
     p.add_argument("--json", metavar="FILE", help="write the JSON report to FILE")
     p.add_argument("--csv", metavar="FILE", help="write one CSV row per submission to FILE")
@@ -134,6 +140,8 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--chained", action="store_true",
                    help="grade every concept on the submission's own earlier concepts too (default: each concept "
                    "on its own module and the reference's for the concepts it builds on)")
+    p.add_argument("--no-sandbox", action="store_true",
+                   help="run submissions without bubblewrap (default: sandboxed where bwrap works)")
     p.add_argument("--concepts", type=lambda text: [concept_argument(n) for n in text.split(",") if n],
                    default=None, metavar="NAME,NAME", help="grade these concepts only (default: all)")
     p.set_defaults(handler=cmd_grade)

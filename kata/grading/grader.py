@@ -26,14 +26,16 @@ Robustness, in layers:
    rewritten after every test, names the test that was running: its concept gets ``timeout`` (or ``error`` if the
    process died or was interrupted), and the concepts not finished yet are graded again in a fresh subprocess.
 3. Every run goes through kata.grading.limits: limits on address space, CPU time and processes (named in the report
-   when they fire), and no process left behind, whether started in the background or in a new session.
+   when they fire), and no process left behind, whether started in the background or in a new session. Where bwrap
+   works, kata.grading.sandbox also confines each run and diagnosis: its copy read-write, the interpreter read-only,
+   nothing else, no network, a PID namespace of its own (``sandbox=False``: off; where it fails, a note says why).
 4. A submission cannot import ``solutions`` or the catalogues (kata.grading.guard), and a run that changes the copy
    of the tests it ran with is reported and its concepts become ``error``.
 5. Anything else that goes wrong with one submission becomes ``error`` for its concepts; the batch goes on
    (:mod:`kata.grading.batch`: ``grade_all`` and ``run_batch``).
 
 What one interpreter cannot stop: the submission runs in the same process as the tests and the plugin that
-records their results, with the grader's rights. README.md, "What grading does not protect against".
+records their results (unsandboxed, with the grader's rights too). README.md, "What grading does not protect against".
 """
 
 from __future__ import annotations
@@ -55,6 +57,7 @@ from typing import Any
 from kata.concepts.impl import REPOSITORY_ROOT
 from kata.concepts.manifest import CONCEPTS, Concept
 from kata.concepts.sources import started
+from kata.grading import sandbox as bwrap
 from kata.grading import workspace
 from kata.grading.results import (
     ConceptResult,
@@ -124,6 +127,7 @@ class Grader:
         reference: Path | None = None,
         python: str = sys.executable,
         diagnose: bool = False,
+        sandbox: bool = True,
     ) -> None:
         self.concepts = list(concepts)
         self.timeout = float(timeout)
@@ -139,6 +143,8 @@ class Grader:
         self.reference = Path(reference) if reference is not None else self.repository / workspace.REFERENCE
         self.python = python
         self.diagnose = diagnose  # name the catalogued mistakes each failed concept behaves like (kata diagnose)
+        self.sandbox = sandbox  # confine every run with bwrap where it works (kata.grading.sandbox)
+        self._unsandboxed: str | None = None  # why not, once known ("" when sandboxed or not asked)
         self._active: set[subprocess.Popen[bytes]] = set()
         self._lock = threading.Lock()
         self.stopped = False
@@ -161,7 +167,7 @@ class Grader:
         if not all((root / "repository" / module).is_file() for module in modules):
             modules = ["tests"]
         return [
-            *self._sandbox(),
+            *self._confined(root), *self._limits(),
             self.python, "-m", "pytest", *modules, f"--rootdir={root / 'repository'}", *ini,
             f"--impl={impl}", "-m", marker, "-p", "kata.grading.guard",
             "-p", "kata.testing.progress", "--kata-report", str(report), "--kata-test-timeout", f"{self.timeout:g}",
@@ -169,11 +175,26 @@ class Grader:
             "-q", "--no-header", "-p", "no:cacheprovider", "-p", "no:randomly",
         ]
 
-    def _sandbox(self) -> list[str]:
+    def _limits(self) -> list[str]:
         """The command prefix that runs a command under this grader's limits (kata.grading.limits)."""
         limits = [f"--memory={self.memory_limit}", f"--cpu={self.cpu_limit}",
                   f"--processes={self.process_limit if os.getuid() else 0}"]  # root ignores RLIMIT_NPROC
         return [self.python, "-m", "kata.grading.limits", *limits, "--"]
+
+    def _confined(self, scratch: Path) -> list[str]:
+        """The bwrap prefix that confines a run to ``scratch`` (before ``_limits()``), or [] when unsandboxed."""
+        if not self.sandbox or self.unsandboxed():
+            return []
+        return bwrap.command(scratch, python=self.python, hidden=(self.repository, self.reference))
+
+    def unsandboxed(self) -> str | None:
+        """Why runs are not sandboxed though ``sandbox`` asks (one line, said once on stderr), or None."""
+        with self._lock:
+            if self._unsandboxed is None:
+                self._unsandboxed = (bwrap.unavailable(self.python) or "") if self.sandbox else ""
+                if self._unsandboxed:
+                    print(f"kata grade: {self._unsandboxed}", file=sys.stderr, flush=True)
+        return self._unsandboxed or None
 
     def _environment(self) -> dict[str, str]:
         environment = {name: value for name, value in os.environ.items()
@@ -276,17 +297,18 @@ class Grader:
         result.concepts = {c.name: result.concepts[c.name] for c in self.concepts}
         if self.diagnose:
             self._diagnose(folder, result)
+        result.notes.extend(filter(None, [self.unsandboxed()]))  # graded unsandboxed though asked: say so
         return result
 
     def _diagnose(self, folder: Path, result: SubmissionResult) -> None:
         """``diagnoses`` of every concept: the catalogued mistakes a failed one behaves like (kata diagnose on the
-        submission's own modules, beside the reference, under the run's limits, in a throwaway copy of both); [] for
-        the others."""
+        submission's own modules, beside the reference, under the run's limits and sandbox, in a throwaway copy of
+        both); [] for the others."""
         from kata.grading.diagnoses import diagnose_submission  # the catalogue: only when asked
 
         failed = started(folder, [name for name, r in result.concepts.items() if r.status == "failed"], self.reference)
-        found = diagnose_submission(folder, failed, prefix=self._sandbox(), repository=self.repository,
-                                    reference=self.reference) if failed else []
+        found = diagnose_submission(folder, failed, prefix=self._limits(), isolate=self._confined,
+                                    repository=self.repository, reference=self.reference) if failed else []
         for name, r in result.concepts.items():
             r.extra["diagnoses"] = sorted({d.mistake for d in found if d.concept == name and d.mistake})
 
@@ -396,7 +418,10 @@ def _complete(summary: dict[str, Any]) -> bool:
 
 
 def _stop(process: subprocess.Popen[bytes]) -> None:
-    """Ask the sandbox to stop its run (it kills and reaps everything below it), then kill its group if it must."""
+    """Ask the limits wrapper to stop its run (it kills and reaps everything below it), then kill its group if it
+    must. A bwrap sandbox's PID namespace is killed first, so that bwrap collects it (kata.grading.sandbox.stop)."""
+    if bwrap.stop(process, STOP_GRACE):
+        return
     for sig, grace in ((signal.SIGTERM, STOP_GRACE), (signal.SIGKILL, None)):
         try:
             os.killpg(process.pid, sig)

@@ -38,3 +38,10 @@ def test_ci_treats_no_tests_as_a_failure():
     run = (ROOT / ".ci" / "run").read_text()
     assert '"$status" -eq 5' in run and "exit 1" in run, (
         "`.ci/run` turns pytest's exit status 5 (no tests collected) into a failure (exit 1)")
+
+
+def test_ci_installs_bubblewrap_and_requires_the_sandboxed_tests_to_run():
+    run = (ROOT / ".ci" / "run").read_text()
+    assert "apt-get install -y bubblewrap" in run, ".ci/run installs bubblewrap when bwrap is missing"
+    assert "export KATA_REQUIRE_SANDBOX=1" in run, (
+        ".ci/run sets $KATA_REQUIRE_SANDBOX, so that a sandboxed test fails there instead of skipping")

@@ -93,6 +93,7 @@ def test_grade_help_documents_points_statuses_and_the_risk(capsys):
     for word in ("passed", "failed", "error", "timeout", "--json", "--csv", "--gradescope", "--jobs"):
         assert word in text, f"the help documents {word}"
     assert "container" in text, "the help says untrusted code belongs in a container"
+    assert "bubblewrap" in text and "--no-sandbox" in text, "the help says what the sandbox is and how to turn it off"
 
 
 def test_gradescope_takes_one_submission(capsys):

@@ -20,6 +20,7 @@ from kata.catalogue import diagnose as diagnosis
 from kata.concepts.impl import REPOSITORY_ROOT, load
 from kata.concepts.manifest import CONCEPTS, concept
 from kata.catalogue.probes import PROBES, agree
+from kata.grading.diagnoses import diagnose_in_subprocess
 
 pytestmark = pytest.mark.frame
 
@@ -214,7 +215,7 @@ def test_the_plugin_diagnoses_a_failed_concept_in_the_test_process(tmp_path):
 
 
 def test_a_child_process_diagnoses_submitted_code():
-    [found] = diagnosis.diagnose_in_subprocess("solutions", ["gae"], extra=("--mistake", "gae/lambda_not_applied"))
+    [found] = diagnose_in_subprocess("solutions", ["gae"], extra=("--mistake", "gae/lambda_not_applied"))
     completed = subprocess.run([sys.executable, "-m", "kata.catalogue.diagnose", "gae", "--impl", "solutions", "--json",
                                 "--mistake", "gae/lambda_not_applied"], capture_output=True, text=True, check=True,
                                cwd=REPOSITORY_ROOT)
@@ -222,4 +223,4 @@ def test_a_child_process_diagnoses_submitted_code():
         "--json carries each diagnosis's sentence, the line kata check prints")
     assert found.mistake == "gae/lambda_not_applied", (
         f"the child process names the mistake bound into the reference: {found}")
-    assert diagnosis.diagnose_in_subprocess("solutions", ["gae"], timeout=0.01) == [], "no answer in time: none"
+    assert diagnose_in_subprocess("solutions", ["gae"], timeout=0.01) == [], "no answer in time: none"

@@ -27,6 +27,7 @@ import pytest
 from kata.grading import results as reports
 from kata.grading import batch as grading_batch
 from kata.grading import grader as grade
+from kata.grading import sandbox
 from kata.concepts.manifest import concept
 
 pytestmark = pytest.mark.frame
@@ -416,13 +417,41 @@ def test_ctrl_c_keeps_what_was_graded_and_marks_the_rest(tmp_path, ctrl_c_delive
 
 # ---- grading runs on the miniature repository --------------------------------------------------------------------
 
+REQUIRE_SANDBOX = "KATA_REQUIRE_SANDBOX"  # set by .ci/run: there a sandboxed test fails, never skips, without bwrap
+
+
+def sandbox_works() -> bool:
+    """Whether bwrap confines runs here (tests of the sandbox skip where it does not, except under .ci/run)."""
+    problem = sandbox.unavailable()
+    if problem is not None and not os.environ.get(REQUIRE_SANDBOX):
+        pytest.skip(problem)
+    assert problem is None, f"${REQUIRE_SANDBOX} is set, so bwrap must work here: {problem}"
+    return True
+
+
+def process_tagged(tag: str) -> list[int]:
+    """Processes (of any PID namespace below this one) whose command line holds ``tag``."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and tag.encode() in (entry / "cmdline").read_bytes().split(b"\0"):
+                found.append(int(entry.name))
+        except OSError:
+            continue
+    return found
+
 
 @pytest.mark.slow
-def test_a_batch_of_broken_submissions_is_graded_concept_by_concept(tmp_path, monkeypatch):
+@pytest.mark.parametrize("sandboxed", [False, True], ids=["unsandboxed", "sandboxed"])
+def test_a_batch_of_broken_submissions_is_graded_concept_by_concept(tmp_path, monkeypatch, sandboxed):
+    """The same grades with and without bwrap: unsandboxed, the grader as it runs where bwrap is missing."""
+    if sandboxed:
+        sandbox_works()
     repository = mini_repository(tmp_path / "repository")
     subs = tmp_path / "submissions"
-    pids = tmp_path / "pids.txt"
-    monkeypatch.setenv("GRADE_FIXTURE_PIDS", str(pids))
+    pids, tag = tmp_path / "pids.txt", f"kata-background-{os.getpid()}-{tmp_path.name}"
+    monkeypatch.setenv("GRADE_FIXTURE_PIDS", str(pids))  # the pids a run outside a sandbox can write
+    monkeypatch.setenv("GRADE_FIXTURE_TAG", tag)  # on the background process's command line, in either case
     submissions = [
         submission(subs, "perfect", MINI_SOLUTIONS),
         submission(subs, "stubs", MINI_STUBS),
@@ -446,7 +475,8 @@ def test_a_batch_of_broken_submissions_is_graded_concept_by_concept(tmp_path, mo
     # Submissions in a folder with its own pytest configuration (a clone of the kata, say): the grader's
     # repository configures pytest, whatever pytest would find above the submissions.
     (tmp_path / "pyproject.toml").write_text('[tool.pytest.ini_options]\naddopts = "--no-such-option"\n')
-    grader = grade.Grader(concepts=MINI_CONCEPTS, timeout=1.0, kill_grace=3.0, watchdog=60.0, repository=repository)
+    grader = grade.Grader(concepts=MINI_CONCEPTS, timeout=1.0, kill_grace=3.0, watchdog=60.0, repository=repository,
+                          sandbox=sandboxed)
     csv_path = tmp_path / "grades.csv"
     listed, interrupted = grading_batch.run_batch(submissions, grader, jobs=2, reports=dict(
         csv_path=str(csv_path), json_path=str(tmp_path / "grades.json"), markdown_path=str(tmp_path / "grades.md"),
@@ -526,8 +556,10 @@ def test_a_batch_of_broken_submissions_is_graded_concept_by_concept(tmp_path, mo
         assert not list(Path(subs, name).rglob("__pycache__")), "grading leaves a submission's folder as it was"
     assert {path.name: path.read_text() for path in (repository / "tests").glob("*.py")} == tests_before, (
         "grading leaves the grader's tests as they were")
-    started = [int(line) for line in pids.read_text().split()]
-    assert started and not [pid for pid in started if Path(f"/proc/{pid}").exists()], (
+    started = [int(line) for line in pids.read_text().split()] if pids.exists() else []
+    assert bool(started) != sandboxed, (
+        f"the background fixture wrote its process's id outside its run only unsandboxed: {started}")
+    assert not [pid for pid in started if Path(f"/proc/{pid}").exists()] and not process_tagged(tag), (
         "a process a submission started in a session of its own does not outlive its run")
     rows = list(csv.reader(io.StringIO(csv_path.read_text())))
     assert len(rows) == len(submissions) + 1 and rows[15][0] == reports.printable(submissions[14]), (
@@ -540,7 +572,8 @@ def test_limits_are_named_when_they_fire_and_sigterm_leaves_a_report_and_no_proc
     repository = mini_repository(tmp_path / "repository")
     subs = tmp_path / "submissions"
     grader = grade.Grader(concepts=MINI_CONCEPTS, timeout=1.0, kill_grace=60.0, watchdog=120.0, cpu_limit=3,
-                          memory_limit=2**30, repository=repository)
+                          memory_limit=2**30, repository=repository,
+                          sandbox=sandbox.unavailable() is None)  # the limits fire inside bwrap too
     results = grading_batch.grade_all([submission(subs, "memory_hog", MINI_SOLUTIONS, "memory_hog"),
                                submission(subs, "spinning", MINI_SOLUTIONS, "spinning")], grader, jobs=2)
     hog, spinning = results
