@@ -3,7 +3,7 @@
     kata list | hint | status | check | watch        the student's tools (kata.student.commands)
     kata lab                                         the lab end to end (kata.lab.commands)
     kata stubs | diagnose | mistakes | variants | selfcheck     the catalogue (kata.catalogue.commands)
-    kata grade | autograder                          grading (kata.grading.commands)
+    kata grade | autograder | release                grading (kata.grading.commands)
 
 The catalogue and grading need the answers, so only the instructor's repository has them: where their package is
 missing (the student edition), their commands say so in one line and exit 2. ``kata status`` imports nothing heavy.
@@ -25,7 +25,7 @@ from kata.student import commands as student_commands
 # its commands (tests/frame/test_cli.py keeps the lists equal to what the packages add).
 INSTRUCTOR_TOOLS = {
     "kata.catalogue.commands": ("stubs", "diagnose", "mistakes", "variants", "selfcheck"),
-    "kata.grading.commands": ("grade", "autograder"),
+    "kata.grading.commands": ("grade", "autograder", "release"),
 }
 INSTRUCTOR_ONLY = ("belongs to the instructor's repository (it needs the reference solutions and the catalogues, "
                    "which a student edition does not hold)")

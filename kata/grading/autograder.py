@@ -42,7 +42,7 @@ from kata.concepts.manifest import CONCEPTS, concept
 ROOT_VARIABLE = "AUTOGRADER_ROOT"
 SETTINGS = "autograder.json"
 SOURCES = ("kata", "tests", "solutions", "mistakes", "conftest.py", "pyproject.toml", "README.md")
-LEFT_OUT = ("__pycache__", "*.pyc", ".hypothesis", ".kata", "frame", "parity")
+LEFT_OUT = ("__pycache__", "*.pyc", ".hypothesis", ".kata", "frame", "parity", "release")
 TORCH_INDEX = "https://download.pytorch.org/whl/cpu"
 
 SETUP_SH = """#!/usr/bin/env bash

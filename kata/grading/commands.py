@@ -22,10 +22,10 @@ def cmd_grade(args: argparse.Namespace) -> int:
         print("kata grade: no SUBMISSION given: grading your own ./exercises", file=sys.stderr)
     submissions = []
     for given in args.submissions or ["./exercises"]:
-        if Path(given).is_dir():
-            submissions.append(given)
-        else:  # `kata grade submissions/*` run again meets the reports it wrote there
-            print(f"kata grade: skipped {given}: not a folder", file=sys.stderr)
+        found, note = submission_folders(given)
+        if note:
+            print(f"kata grade: {note}", file=sys.stderr)
+        submissions += found
     if not submissions:
         print("kata grade: no folder to grade", file=sys.stderr)
         return 2
@@ -66,6 +66,44 @@ def cmd_grade(args: argparse.Namespace) -> int:
         for path in class_report.write(class_report.from_results(graded), args.class_report, concepts):
             print(f"wrote {path}", file=sys.stderr)
     return 130 if interrupted else 0
+
+
+def holds_a_concept_module(folder: Path) -> bool:
+    return any((folder / f"{c.name}.py").is_file() for c in CONCEPTS) or (folder / "exercises").is_dir()
+
+
+def submission_folders(given: str) -> tuple[list[str], str]:
+    """The submissions ``given`` names, and what to say about it ("" when nothing): a folder laid out like
+    exercises/ is one; a folder holding no concept module whose subfolders are submissions (``kata grade
+    submissions`` for ``kata grade submissions/*``) is each of them; a path that is not a folder, none (`kata grade
+    submissions/*` run again meets the reports it wrote there)."""
+    folder = Path(given)
+    if not folder.exists():
+        return [], f"skipped {given}: no such folder"
+    if not folder.is_dir():
+        return [], f"skipped {given}: not a folder"
+    if holds_a_concept_module(folder):
+        return [given], ""
+    inside = sorted(str(child) for child in folder.iterdir() if child.is_dir() and holds_a_concept_module(child))
+    if inside:
+        return inside, (f"{given} holds no concept module but {len(inside)} folders that do: grading each of them "
+                        f"as a submission (as `kata grade {given.rstrip('/')}/*` would)")
+    return [given], ""
+
+
+def cmd_release(args: argparse.Namespace) -> int:
+    from kata.grading import release
+
+    try:
+        out, zipped = release.release(Path(args.out), autograder_zip=args.autograder, force=args.force)
+    except FileExistsError as error:
+        print(f"kata release: {error}", file=sys.stderr)
+        return 2
+    files = sum(1 for path in out.rglob("*") if path.is_file())
+    print(f"wrote the student edition {out} ({files} files): give it to the class as a repository (GitHub "
+          "Classroom: make it the assignment's template; its .github/workflows/classroom.yml grades every push)")
+    print(f"wrote the Gradescope autograder {zipped} ({zipped.stat().st_size / 1024:.0f} KiB)")
+    return 0
 
 
 def cmd_autograder(args: argparse.Namespace) -> int:
@@ -157,3 +195,15 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
                    help=f"limit per test (default {DEFAULT_TEST_TIMEOUT:g})")
     p.add_argument("--no-slow", action="store_true", help="leave out the slow integration tests")
     p.set_defaults(handler=cmd_autograder)
+
+    p = sub.add_parser(
+        "release", help="write the student edition (no answers, a GitHub Classroom workflow) and the autograder",
+        description="Write to OUT a student edition of this repository: the stubs, the concept tests, the frame a "
+        "student needs, GUIDE.md, a README for students and .github/workflows/classroom.yml (GitHub Classroom's "
+        "autograding: one graded step per concept worth its points), and no solutions/, mistakes/, variants/ or "
+        "grading code. The Gradescope autograder zip is written beside it. See kata/grading/release.py.")
+    p.add_argument("out", metavar="OUT", help="the folder to write the edition to (new, or empty)")
+    p.add_argument("--autograder", default=None, metavar="FILE",
+                   help="where to write the Gradescope autograder (default: OUT-autograder.zip beside OUT)")
+    p.add_argument("--force", action="store_true", help="replace OUT if it exists and is not empty")
+    p.set_defaults(handler=cmd_release)

@@ -201,8 +201,8 @@ def classroom_workflow() -> str:
 """)
     results = "".join(f'          {c.name.upper()}_RESULTS: "${{{{steps.{c.name}.outputs.result}}}}"\n'
                       for c in CONCEPTS)
-    return f"""# Written by `kata release` from the course data: GitHub Classroom's autograding runs this on every push of a
-# student's repository. One graded step per concept, worth its points when every test of the concept passes.
+    return f"""# Written by `kata release` from the course data: GitHub Classroom's autograding runs this on every push
+# of a student's repository. One graded step per concept, worth its points when every test of the concept passes.
 name: Autograding
 "on":
   - push

@@ -27,7 +27,7 @@ from kata.concepts.manifest import CONCEPTS, Concept, concept
 COPIED = ("tests", "conftest.py", "pyproject.toml", "pytest.ini")  # what a grading run needs, and the grader's kata
 KATA_PACKAGE = Path(__file__).resolve().parents[1]
 REFERENCE = "solutions"
-NOT_COPIED = shutil.ignore_patterns("__pycache__", "*.pyc", ".kata", ".hypothesis", "frame", "parity")
+NOT_COPIED = shutil.ignore_patterns("__pycache__", "*.pyc", ".kata", ".hypothesis", "frame", "parity", "release")
 
 
 def submission_files(source: Path, destination: Path) -> Path:

@@ -125,6 +125,37 @@ def test_grade_skips_what_is_not_a_folder_and_says_what_it_grades_by_default(tmp
         "`kata grade` alone says it grades your own ./exercises")
 
 
+def test_grade_takes_a_folder_of_submissions_for_its_submissions(tmp_path, monkeypatch, capsys):
+    from kata.grading import batch as grade_batch
+
+    graded = []
+    monkeypatch.setattr(grade_batch, "grade_all", lambda submissions, grader, **_: graded.extend(submissions) or [])
+    submissions = tmp_path / "submissions"
+    for name in ("alice", "bob"):
+        (submissions / name).mkdir(parents=True)
+        (submissions / name / "gae.py").write_text("")
+    (submissions / "reports").mkdir()  # not a submission: no concept module in it
+    assert cli.main(["grade", str(submissions), str(tmp_path / "missing")]) == 0, "`kata grade FOLDER` exits 0"
+    assert graded == [str(submissions / "alice"), str(submissions / "bob")], (
+        f"a folder of submissions is graded submission by submission: {graded}")
+    err = capsys.readouterr().err
+    assert "holds no concept module but 2 folders that do" in err, f"kata grade says what it understood: {err}"
+    assert f"skipped {tmp_path / 'missing'}: no such folder" in err, f"a missing path is no such folder: {err}"
+
+
+def test_the_instructor_commands_cli_names_are_those_their_packages_add():
+    import argparse
+    import importlib
+
+    for module, named in cli.INSTRUCTOR_TOOLS.items():
+        parser = argparse.ArgumentParser()
+        importlib.import_module(module).add_parsers(parser.add_subparsers())
+        added = tuple(parser._subparsers._group_actions[0].choices)
+        assert added == named, (
+            f"kata.cli names {module}'s commands {named}, so that a student edition can say where each belongs; "
+            f"the package adds {added}")
+
+
 def test_delegated_commands_reach_their_modules(monkeypatch):
     import kata.catalogue.mistakes
 

@@ -23,7 +23,7 @@ from kata.grading import release
 pytestmark = pytest.mark.frame
 
 SETUP = "python3.11 -m venv .venv && .venv/bin/python -m pip install -q -r requirements.txt"
-INSTRUCTOR_COMMANDS = ("diagnose", "mistakes", "variants", "selfcheck", "stubs", "grade", "autograder")
+INSTRUCTOR_COMMANDS = ("diagnose", "mistakes", "variants", "selfcheck", "stubs", "grade", "autograder", "release")
 
 
 def run(out: Path, command: str, timeout: float = 900) -> subprocess.CompletedProcess[str]:
