@@ -34,10 +34,15 @@ def test_torch_is_pinned_to_its_cpu_build():
                                              "one older than 2.4, whose fused Adam has no CPU kernel")
 
 
-def test_ci_treats_no_tests_as_a_failure():
+def test_ci_runs_readmes_test_command_and_treats_no_tests_as_a_failure():
     run = (ROOT / ".ci" / "run").read_text()
     assert '"$status" -eq 5' in run and "exit 1" in run, (
         "`.ci/run` turns pytest's exit status 5 (no tests collected) into a failure (exit 1)")
+    for name in ("TESTS", "RELEASE_TESTS", "PARITY_TESTS"):
+        ci_variable(name)
+        assert f'run_pytest "${name}"' in run, f".ci/run runs ${name} through the guard against exit 5"
+    assert run.index('run_pytest "$TESTS"') < run.index('run_pytest "$PARITY_TESTS"'), (
+        "the parity suite runs after the reference suite")
 
 
 def test_ci_installs_bubblewrap_and_requires_the_sandboxed_tests_to_run():
