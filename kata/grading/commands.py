@@ -41,6 +41,7 @@ def cmd_grade(args: argparse.Namespace) -> int:
         threads_per_job=max(1, cores // jobs) if jobs > 1 else None,
         diagnose=True,
         sandbox=not args.no_sandbox,
+        passed_variables=args.pass_env,
     )
     print(f"kata grade: {len(submissions)} submission(s), {jobs} at a time, {args.timeout:g} s per test, "
           f"{grading.watchdog:g} s per run", file=sys.stderr, flush=True)
@@ -178,6 +179,9 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--chained", action="store_true",
                    help="grade every concept on the submission's own earlier concepts too (default: each concept "
                    "on its own module and the reference's for the concepts it builds on)")
+    p.add_argument("--pass-env", action="append", default=[], metavar="NAME",
+                   help="pass the environment variable NAME on to the runs (repeatable; by default a run gets only "
+                   "PATH, HOME, the locale, the terminal and the time zone of the grader's environment)")
     p.add_argument("--no-sandbox", action="store_true",
                    help="run submissions without bubblewrap (default: sandboxed where bwrap works)")
     p.add_argument("--concepts", type=lambda text: [concept_argument(n) for n in text.split(",") if n],

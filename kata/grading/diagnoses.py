@@ -26,15 +26,16 @@ STOP_GRACE = 5.0  # seconds for a sandbox to collect its killed namespace
 
 def diagnose_in_subprocess(spec: str, concept_names: list[str], *, timeout: float = DIAGNOSE_TIMEOUT,
                            extra: tuple[str, ...] = (), prefix: Sequence[str] = (),
-                           cwd: Path = REPOSITORY_ROOT) -> list[Diagnosis]:
+                           cwd: Path = REPOSITORY_ROOT, environment: dict[str, str] | None = None) -> list[Diagnosis]:
     """``kata diagnose --json`` on ``spec`` in a child process (submitted code may hang or crash it), started
     through ``prefix`` (the grader's sandbox and limits) in the repository ``cwd``; [] if it does not answer within
     ``timeout`` seconds or fails. Past ``timeout``, a child started through bwrap has its whole PID namespace killed.
     """
     command = [*prefix, sys.executable, "-m", "kata.catalogue.diagnose", *concept_names, "--impl", spec, "--json",
                *extra]
-    environment = {name: value for name, value in os.environ.items()
-                   if name != "KATA_IMPL" and not name.startswith("PYTHONPATH")}
+    if environment is None:
+        environment = {name: value for name, value in os.environ.items()
+                       if name != "KATA_IMPL" and not name.startswith("PYTHONPATH")}
     with subprocess.Popen(command, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                           env=environment, stdin=subprocess.DEVNULL) as process:
         try:
@@ -55,14 +56,15 @@ def diagnose_in_subprocess(spec: str, concept_names: list[str], *, timeout: floa
 def diagnose_submission(submission: Path, concept_names: list[str], *, prefix: Sequence[str] = (),
                         isolate: Callable[[Path], Sequence[str]] | None = None,
                         repository: Path = REPOSITORY_ROOT, reference: Path | None = None,
-                        timeout: float = DIAGNOSE_TIMEOUT) -> list[Diagnosis]:
+                        timeout: float = DIAGNOSE_TIMEOUT, environment: dict[str, str] | None = None
+                        ) -> list[Diagnosis]:
     """:func:`diagnose_in_subprocess` for someone else's code (``kata grade``): the child runs in a throwaway copy of
     what a diagnosis needs (the ``kata`` package, tests/ for the strategies, the reference ``reference`` as
     solutions/, mistakes/) on a copy of the submission's Python files, both deleted afterwards. Code that writes
     where it finds itself, or beside ``kata``, changes only those copies: never this repository, the submission
     handed in, or what the next submission is diagnosed against. ``isolate(scratch)``, when given, is the command
     prefix (the grader's bwrap sandbox) that confines the child to the folder holding both copies; it goes before
-    ``prefix``."""
+    ``prefix``. ``environment``: the child's (the grader gives its runs' own, kata.grading.sandbox.run_environment)."""
     reference = reference if reference is not None else repository / REFERENCE
     if not (repository / "mistakes").is_dir():
         return []  # no catalogue to diagnose against
@@ -73,4 +75,5 @@ def diagnose_submission(submission: Path, concept_names: list[str], *, prefix: S
         shutil.copytree(repository / "mistakes", copy / "mistakes", ignore=workspace.NOT_COPIED)
         student = workspace.submission_files(submission, scratch / "submission")
         confined = [*(isolate(scratch) if isolate is not None else ()), *prefix]
-        return diagnose_in_subprocess(str(student), concept_names, prefix=confined, cwd=copy, timeout=timeout)
+        return diagnose_in_subprocess(str(student), concept_names, prefix=confined, cwd=copy, timeout=timeout,
+                                      environment=environment)

@@ -128,6 +128,7 @@ class Grader:
         python: str = sys.executable,
         diagnose: bool = False,
         sandbox: bool = True,
+        passed_variables: Sequence[str] = (),
     ) -> None:
         self.concepts = list(concepts)
         self.timeout = float(timeout)
@@ -144,6 +145,7 @@ class Grader:
         self.python = python
         self.diagnose = diagnose  # name the catalogued mistakes each failed concept behaves like (kata diagnose)
         self.sandbox = sandbox  # confine every run with bwrap where it works (kata.grading.sandbox)
+        self.passed_variables = tuple(passed_variables)  # the grader's variables a run may see beyond the basics
         self._unsandboxed: str | None = None  # why not, once known ("" when sandboxed or not asked)
         self._active: set[subprocess.Popen[bytes]] = set()
         self._lock = threading.Lock()
@@ -197,8 +199,7 @@ class Grader:
         return self._unsandboxed or None
 
     def _environment(self) -> dict[str, str]:
-        environment = {name: value for name, value in os.environ.items()
-                       if not name.startswith(("PYTEST_", "KATA_", "PYTHONPATH"))}
+        environment = bwrap.run_environment(self.passed_variables)
         environment.update(
             KATA_HYPOTHESIS_PROFILE=HYPOTHESIS_PROFILE,
             PYTHONDONTWRITEBYTECODE="1",  # leave the submission's folder as it was handed in
@@ -308,6 +309,7 @@ class Grader:
 
         failed = started(folder, [name for name, r in result.concepts.items() if r.status == "failed"], self.reference)
         found = diagnose_submission(folder, failed, prefix=self._limits(), isolate=self._confined,
+                                    environment=self._environment(),
                                     repository=self.repository, reference=self.reference) if failed else []
         for name, r in result.concepts.items():
             r.extra["diagnoses"] = sorted({d.mistake for d in found if d.concept == name and d.mistake})

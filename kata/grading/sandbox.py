@@ -54,6 +54,17 @@ INSTALL = "install it with `apt-get install bubblewrap` (Debian, Ubuntu) or your
 NOT_SANDBOXED = "submissions ran unsandboxed, with the grader's files, network and processes"
 
 
+PASSED_VARIABLES = ("PATH", "HOME", "LANG", "LANGUAGE", "TERM", "TZ", "SYSTEMROOT", "MPLBACKEND")
+
+
+def run_environment(passed: Iterable[str] = ()) -> dict[str, str]:
+    """The environment a run of submitted code starts from: of the grader's, only PATH, HOME, the locale (``LANG``,
+    ``LC_*``), the terminal and time zone, and the names in ``passed``. Whatever else the grader's shell exports (an
+    API token, credentials) never reaches the submission, sandboxed or not."""
+    keep = {*PASSED_VARIABLES, *passed}
+    return {name: value for name, value in os.environ.items() if name in keep or name.startswith("LC_")}
+
+
 def command(scratch: str | os.PathLike[str], *, python: str = sys.executable,
             hidden: Iterable[str | os.PathLike[str]] = (), bwrap: str | None = None) -> list[str]:
     """The ``bwrap ... --`` prefix that runs a command confined to ``scratch`` (read-write), with the interpreter

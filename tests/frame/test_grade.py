@@ -476,7 +476,7 @@ def test_a_batch_of_broken_submissions_is_graded_concept_by_concept(tmp_path, mo
     # repository configures pytest, whatever pytest would find above the submissions.
     (tmp_path / "pyproject.toml").write_text('[tool.pytest.ini_options]\naddopts = "--no-such-option"\n')
     grader = grade.Grader(concepts=MINI_CONCEPTS, timeout=1.0, kill_grace=3.0, watchdog=60.0, repository=repository,
-                          sandbox=sandboxed)
+                          sandbox=sandboxed, passed_variables=("GRADE_FIXTURE_PIDS", "GRADE_FIXTURE_TAG"))
     csv_path = tmp_path / "grades.csv"
     listed, interrupted = grading_batch.run_batch(submissions, grader, jobs=2, reports=dict(
         csv_path=str(csv_path), json_path=str(tmp_path / "grades.json"), markdown_path=str(tmp_path / "grades.md"),

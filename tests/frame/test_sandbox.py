@@ -76,6 +76,9 @@ def listener():
     server.close()
 
 
+AIMED = ("GRADE_FIXTURE_ESCAPE",)  # the one variable the escapes need: the grader passes it on, and nothing else
+
+
 @pytest.fixture
 def targets(tmp_path, monkeypatch, listener):
     """A secret in the grader's (temporary) HOME, and what escape.py aims at, in $GRADE_FIXTURE_ESCAPE; afterwards,
@@ -89,9 +92,10 @@ def targets(tmp_path, monkeypatch, listener):
 
     def aim(repository: Path, daemon: str = "sleeps") -> Path:
         beside = repository.parent / f"escaped-{found.tag}.txt"
+        monkeypatch.setenv("GRADER_API_TOKEN", secret.read_text().strip())  # exported in the grader's shell
         monkeypatch.setenv("GRADE_FIXTURE_ESCAPE", json.dumps(dict(
             secret=str(secret), repository=str(repository), beside=str(beside), port=listener.port, tag=found.tag,
-            daemon=daemon)))
+            daemon=daemon, variable="GRADER_API_TOKEN")))
         return beside
 
     found.aim = aim
@@ -245,7 +249,7 @@ def test_a_submission_that_tries_every_escape_gets_every_point_sandboxed_and_lea
     beside = targets.aim(repository, daemon="kills its supervisor")
     subs = tmp_path / "submissions"
     graded = grading_batch.grade_all([escaping_submission(subs, "escaping")], grade.Grader(
-        concepts=MINI_CONCEPTS, timeout=5.0, watchdog=60.0, repository=repository))
+        concepts=MINI_CONCEPTS, timeout=5.0, watchdog=60.0, repository=repository, passed_variables=AIMED))
     report = report_of(tmp_path, "sandboxed", graded)
     assert {name: c["status"] for name, c in report["concepts"].items()} == dict(
         reinforce="passed", baselines="passed", gae="passed"), f"every concept passes, sandboxed: {report}"
@@ -261,13 +265,16 @@ def test_a_submission_that_tries_every_escape_gets_every_point_sandboxed_and_lea
 
     # The same submission, unsandboxed: what it reaches is what the sandbox kept from it.
     graded = grading_batch.grade_all([escaping_submission(subs, "escaping_again")], grade.Grader(
-        concepts=MINI_CONCEPTS, timeout=5.0, watchdog=60.0, repository=repository, sandbox=False))
+        concepts=MINI_CONCEPTS, timeout=5.0, watchdog=60.0, repository=repository, sandbox=False,
+        passed_variables=AIMED))
     report = report_of(tmp_path, "unsandboxed", graded)
     message = report["concepts"]["baselines"]["message"]
     assert report["concepts"]["baselines"]["status"] == "error" and "escaped its run" in message, (
         f"unsandboxed, the escapes succeed and baselines does not import: {report['concepts']['baselines']}")
     for leak in ("read the secret", "read the repository", "wrote beside it", "reached 127.0.0.1"):
         assert leak in message, f"unsandboxed, the escape '{leak}' succeeds: {message}"
+    assert "read a secret variable" not in message, (
+        f"sandboxed or not, a run gets none of the grader's environment variables but the basics: {message}")
     assert targets.secret.read_text().strip() in message, f"unsandboxed, the secret is in the report: {message}"
     assert beside.read_text() == targets.secret.read_text(), "unsandboxed, the secret is written beside the repository"
     assert targets.secret.read_text().encode() in targets.listener.received, "unsandboxed, the secret reaches 127.0.0.1"
@@ -287,7 +294,7 @@ def test_kata_grade_sandboxes_the_tests_and_the_diagnosis_of_a_submission_that_t
     try:
         completed = subprocess.run(
             [sys.executable, "-m", "kata", "grade", str(folder), "--concepts", "baselines,gae", "--no-slow",
-             "--json", str(tmp_path / "report.json")],
+             "--json", str(tmp_path / "report.json"), "--pass-env", "GRADE_FIXTURE_ESCAPE"],
             cwd=tmp_path, capture_output=True, text=True, timeout=900)
         assert completed.returncode == 0, completed.stderr[-3000:]
         assert "no sandbox" not in completed.stderr, f"the runs were sandboxed: {completed.stderr[-2000:]}"
