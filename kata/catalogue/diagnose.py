@@ -262,11 +262,27 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         print(json.dumps({"diagnoses": [{**asdict(d), "sentence": d.sentence()} for d in diagnoses]}))
         return 0
-    if not diagnoses:
-        print("No probed function behaves differently from the reference (stubs are not diagnosed).")
-    for d in diagnoses:
-        print(d.sentence())
+    for c in concepts:
+        for line in concept_lines(c, [d for d in diagnoses if d.concept == c.name], implementation):
+            print(line)
     return 0
+
+
+def concept_lines(c: Concept, diagnoses: list[Diagnosis], implementation: Implementation) -> list[str]:
+    """What `kata diagnose` says of one concept: a line per function that differs; when none does, whether its
+    functions are still stubs or simply agree with the reference on the probes, which is no verdict on its tests."""
+    if diagnoses:
+        return [d.sentence() for d in diagnoses]
+    probed = [name for name in c.exports if name in PROBES]
+    observed = [name for name in probed if observe(implementation, PROBES[name]) is not None]
+    if probed and not observed:
+        return [f"{c.name}: not implemented yet (its functions are stubs): nothing to diagnose; `kata hint {c.name}` "
+                "to begin"]
+    stubs = [name for name in probed if name not in observed]
+    written = ", ".join(observed)
+    return [f"{c.name}: on the diagnosis's probes, {written} behave{'s' if len(observed) == 1 else ''} like the "
+            "reference" + (f" ({', '.join(stubs)}: still stubs)" if stubs else "") + ". The probes are a few fixed "
+            f"inputs, not the tests: `kata check {c.name}` says whether its tests pass."]
 
 
 if __name__ == "__main__":

@@ -224,3 +224,14 @@ def test_a_child_process_diagnoses_submitted_code():
     assert found.mistake == "gae/lambda_not_applied", (
         f"the child process names the mistake bound into the reference: {found}")
     assert diagnose_in_subprocess("solutions", ["gae"], timeout=0.01) == [], "no answer in time: none"
+
+
+def test_no_diagnosis_never_reads_like_a_verdict(capsys):
+    assert diagnosis.main(["gae", "--impl", "exercises"]) == 0, "kata diagnose on the stubs exits 0"
+    stubs = capsys.readouterr().out
+    assert "not implemented yet" in stubs and "behaves like the reference" not in stubs, (
+        f"on untouched stubs the diagnosis says they are stubs, never that they behave like the reference: {stubs}")
+    assert diagnosis.main(["gae", "--impl", "solutions"]) == 0, "kata diagnose on the reference exits 0"
+    same = capsys.readouterr().out
+    assert "behaves like the reference" in same and "not the tests" in same and "kata check gae" in same, (
+        f"where no probe tells the code from the reference, the diagnosis says the probes are no test: {same}")
