@@ -118,12 +118,15 @@ def matching(actual, expected, readings: dict[str, object], rtol: float = 1e-9, 
     """The readings (a description -> the value it gives) that ``actual`` equals and ``expected`` does not.
 
     A reading is named in a message only when the value found is that reading's value on this very input: the
-    failure then implies it. Readings of another shape than ``actual`` never match.
+    failure then implies it. Readings of another shape than ``actual``, and readings with no finite element, never
+    match.
     """
     found, wanted = np.asarray(as_numpy(actual), dtype=np.float64), np.asarray(expected, dtype=np.float64)
     names = []
     for name, value in readings.items():
         value = np.asarray(as_numpy(value), dtype=np.float64)
+        if not np.isfinite(value).any():
+            continue  # NaN matches NaN, but a reading that is nothing but NaN or inf says nothing
         if (value.shape == found.shape and np.allclose(found, value, rtol=rtol, atol=atol, equal_nan=True)
                 and not (value.shape == wanted.shape and np.allclose(wanted, value, rtol=rtol, atol=atol))):
             names.append(name)
@@ -151,8 +154,8 @@ def assert_differentiable(value, what: str, inputs: str) -> None:
         raise AssertionError(f"{what} is a {type(value).__name__}, expected a tensor: a tensor in must give a tensor "
                              f"out, with autograd back to {inputs}")
     if not value.requires_grad:
-        raise AssertionError(f"{what} does not require grad although {inputs} does: no gradient can flow back to "
-                             f"{inputs} ({LOSES_AUTOGRAD})")
+        raise AssertionError(f"{what}: requires_grad is False although {inputs} requires grad, so no gradient can "
+                             f"flow back to {inputs} ({LOSES_AUTOGRAD})")
 
 
 def gradient(tensor: torch.Tensor, name: str) -> np.ndarray:
