@@ -29,7 +29,7 @@ from kata.rl.sequence_task import (
     sequence_rewards,
 )
 from kata.testing.training import sequence_smoke_verdict
-from tests.assertions import plain
+from tests.assertions import assert_differentiable, plain, which_reading
 from kata.testing.strategies import prompt_major_rewards, sampling_cases, sequence_batches
 
 pytestmark = pytest.mark.rloo_loop
@@ -231,13 +231,26 @@ def test_sampling_draws_each_token_from_the_models_next_token_distribution(impl)
     prompts = np.tile(np.array([[BOS_ID, PROMPT_TOKEN_IDS[1]]]), (count, 1))
     rows = impl.sample_responses(model, prompts, 2, generator=torch.Generator().manual_seed(11))
 
+    first_position = model.next_probabilities(0, BOS_ID)
+
     def check(tokens, probabilities, what):
         frequencies = np.bincount(tokens, minlength=VOCAB_SIZE) / len(tokens)
-        # Five standard errors of a frequency, sqrt(p(1-p)/n), plus one count.
-        tolerance = 5 * np.sqrt(probabilities * (1 - probabilities) / len(tokens)) + 1 / len(tokens)
-        assert np.all(np.abs(frequencies - probabilities) <= tolerance), (
-            f"{what}: sampled frequencies {np.round(frequencies, 3)} differ from softmax(model(ids)[:, -1]) = "
-            f"{np.round(probabilities, 3)}: sample from the LAST position's logits, through softmax"
+
+        def within(distribution):  # five standard errors of a frequency, sqrt(p(1-p)/n), plus one count
+            tolerance = 5 * np.sqrt(distribution * (1 - distribution) / len(tokens)) + 1 / len(tokens)
+            return bool(np.all(np.abs(frequencies - distribution) <= tolerance))
+
+        if within(probabilities):
+            return
+        if frequencies.max() == 1.0 and frequencies.argmax() == probabilities.argmax():
+            why = "every row drew the most probable token: that is argmax (greedy) decoding, not a sample"
+        elif within(first_position):
+            why = f"they match softmax(model(ids)[:, 0]) = {plain(first_position, 3)}, the first position's logits"
+        else:
+            why = "for example, logits taken at another position or not passed through softmax give other frequencies"
+        raise AssertionError(
+            f"{what}: sampled frequencies {plain(frequencies, 3)} differ from softmax(model(ids)[:, -1]) = "
+            f"{plain(probabilities, 3)}: {why}"
         )
 
     check(rows[:, 2], model.next_probabilities(1, PROMPT_TOKEN_IDS[1]), "first response token")
@@ -292,6 +305,21 @@ def test_sampling_rejects_bad_input(impl):
 # ---- grouped RLOO advantages -------------------------------------------------------------------------------------
 
 
+def rloo_readings(rewards: np.ndarray, group_size: int) -> dict[str, np.ndarray]:
+    """The advantages each common misreading of grouped RLOO gives: named only when they are the values found."""
+    groups = rewards.reshape(-1, group_size)
+    prompts = groups.shape[0]
+    readings = {
+        "r_i minus the mean of all G rewards, r_i included": (groups - groups.mean(axis=1, keepdims=True)).ravel(),
+        "r_i minus the other rewards' sum divided by G instead of G - 1":
+            (groups - (groups.sum(axis=1, keepdims=True) - groups) / group_size).ravel(),
+    }
+    if prompts > 1:  # groups gathered with a stride of `prompts` rows: rows k, k + prompts, ...
+        readings["RLOO over groups of rows k, k + P, k + 2P, ... (P prompts), which mix prompts"] = leave_one_out(
+            rewards.reshape(group_size, prompts).T.ravel(), group_size).reshape(prompts, group_size).T.ravel()
+    return readings
+
+
 @given(case=prompt_major_rewards())
 def test_rloo_advantages_sum_to_zero_within_every_prompt_group(impl, case):
     rewards, group_size = case
@@ -305,19 +333,20 @@ def test_rloo_advantages_sum_to_zero_within_every_prompt_group(impl, case):
     sums = advantages.reshape(-1, group_size).sum(axis=1)
     np.testing.assert_allclose(
         sums, 0.0, atol=1e-12 * (1 + np.abs(rewards).max()),
-        err_msg="the advantages of each prompt's group (consecutive rows k*G .. (k+1)*G - 1) must sum to zero: "
-        "groups must be formed within a prompt, never across prompts",
+        err_msg="the RLOO advantages of each prompt's group (consecutive rows k*G .. (k+1)*G - 1) must sum to zero"
+        + which_reading(advantages, leave_one_out(rewards, group_size), rloo_readings(rewards, group_size),
+                        rtol=1e-10, atol=1e-10, lead="; the advantages equal "),
     )
 
 
 @given(case=prompt_major_rewards())
 def test_each_rows_baseline_is_the_mean_of_the_other_rows_of_its_prompt(impl, case):
     rewards, group_size = case
+    found, expected = impl.group_rloo_advantages(rewards, group_size), leave_one_out(rewards, group_size)
     np.testing.assert_allclose(
-        impl.group_rloo_advantages(rewards, group_size), leave_one_out(rewards, group_size),
-        rtol=1e-10, atol=1e-10,
-        err_msg="A_i = r_i - mean of the OTHER G - 1 rewards of its prompt: the sample must not be in its own "
-        "baseline, and groups are consecutive rows",
+        found, expected, rtol=1e-10, atol=1e-10,
+        err_msg="A_i = r_i - mean of the OTHER G - 1 rewards of its prompt, whose group is G consecutive rows"
+        + which_reading(found, expected, rloo_readings(rewards, group_size), rtol=1e-10, atol=1e-10),
     )
 
 
@@ -357,9 +386,11 @@ def loss_and_gradient(impl, logits, batch, old_log_probs, advantages, reduction=
         logits, torch.as_tensor(batch["input_ids"]), torch.as_tensor(batch["prompt_lengths"]),
         old_log_probs, advantages, clip_epsilon, reduction,
     )
-    assert isinstance(loss, torch.Tensor) and loss.ndim == 0, "the loss is a 0-d tensor"
+    assert isinstance(loss, torch.Tensor) and loss.ndim == 0, (
+        f"the loss is a 0-d tensor; got {type(loss).__name__} of shape {tuple(np.shape(loss))}")
+    assert_differentiable(loss, "the loss of tensor logits", "logits")
     loss.backward()
-    return loss.detach(), logits.grad
+    return loss.detach(), torch.zeros_like(logits) if logits.grad is None else logits.grad
 
 
 @given(batch=sequence_batches(), seed=st.integers(0, 2**16), reduction=st.sampled_from(["token_mean",
@@ -548,8 +579,12 @@ def test_one_iteration_is_rloo_with_frozen_old_log_probs_and_clipped_token_steps
                                err_msg="the first epoch's loss: minus the token mean of the RLOO advantages")
     np.testing.assert_allclose(
         result.epoch_losses, losses, rtol=1e-4, atol=1e-6,
-        err_msg="later epochs differ from PPO on FROZEN old log-probs: compute them once, before the first "
-        "epoch, under torch.no_grad(), and reuse them in every epoch",
+        err_msg="the epochs' losses differ from PPO's with old log-probs frozen once before the first epoch, the "
+        "clipped token_mean loss and one optimizer step per epoch (the first epoch agrees)"
+        + which_reading(result.epoch_losses, losses, {
+            "the first epoch's loss at every epoch, as when the ratio is 1 at every epoch (old log-probs "
+            "recomputed with the current policy) or no step is taken": np.full(len(losses), losses[0])},
+            rtol=1e-4, atol=1e-6),
     )
     for (name, parameter), expected in zip(model.named_parameters(), reference.parameters()):
         np.testing.assert_allclose(
@@ -560,15 +595,22 @@ def test_one_iteration_is_rloo_with_frozen_old_log_probs_and_clipped_token_steps
 
 
 def test_the_ratio_leaves_one_after_the_first_epoch(impl):
-    result = run_iteration(impl, make_policy(seed=2, hidden_size=8), epochs=3)
+    model = make_policy(seed=2, hidden_size=8)
+    before = [parameter.detach().clone() for parameter in model.parameters()]
+    result = run_iteration(impl, model, epochs=3)
+    moved = any(not torch.equal(a, b.detach()) for a, b in zip(before, model.parameters()))
     mask = expected_mask(ITERATION_BATCH)
     advantages = leave_one_out(ITERATION_REWARDS, 3)
     first = -(mask * advantages[:, None]).sum() / mask.sum()
     np.testing.assert_allclose(result.epoch_losses[0], first, rtol=1e-5,
                                err_msg="at the first epoch every ratio is 1: the loss is -token_mean(A)")
+    assert moved, (
+        f"the model's parameters did not change in 3 epochs (losses {plain(result.epoch_losses)}): each epoch "
+        "takes one optimizer step on the loss")
     assert not np.allclose(result.epoch_losses[1:], result.epoch_losses[0], rtol=1e-6, atol=0), (
-        "every epoch's loss equals -token_mean(A): the ratio is stuck at 1, so the old log-probs are recomputed "
-        "with the current policy at each epoch instead of frozen before the first"
+        f"every epoch's loss is {plain(result.epoch_losses[0])} = -token_mean(A) although the parameters moved: the "
+        "ratio is 1 at every epoch, so the old log-probs are recomputed with the current policy instead of frozen "
+        "before the first"
     )
     assert result.epoch_losses[-1] < result.epoch_losses[0], "the PPO epochs must lower the loss"
 
