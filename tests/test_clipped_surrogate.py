@@ -320,7 +320,8 @@ def test_diagnostics_worked_examples(impl):
     advantages = np.array([1.0, 1.0, -1.0, 1.0])
     close(impl.active_clip_fraction(new, old, advantages, clip_epsilon=0.2), 0.25,
           "only sample 0 (A > 0, r = 1.5 > 1.2) is clipped; sample 1 (A > 0, r = 0.5) and sample 2 (A < 0, "
-          "r = 1.5) are outside on the side the clip does not guard", any_float=True)
+          "r = 1.5) are outside on the side the clip does not guard", any_float=True,
+          readings={"0.75, the fraction with |r - 1| > ε, whatever the advantage's sign": 0.75})
     close(impl.ratio_outside_fraction(new, old, clip_epsilon=0.2), 0.75,
           "ratios 1.5, 0.5, 1.5, 1.0 with ε = 0.2: |r - 1| = 0.5, 0.5, 0.5, 0 → three of four are outside",
           any_float=True)

@@ -273,10 +273,10 @@ def test_an_eos_inside_the_prompt_does_not_end_the_response(impl):
     ids = np.array([[1, 2, 7, 8, 2, 0]])
     mask = impl.response_token_mask(ids, np.array([2]), pad_token_id=0, eos_token_id=2, include_eos=True)
     assert_masks(mask, ids, np.array([2]), 0, 2, True,
-                 "the EOS at index 1 is part of the prompt: search for EOS only from index prompt_length on")
+                 "the EOS at index 1 is part of the prompt, and EOS is searched for from index prompt_length on")
     np.testing.assert_array_equal(
         mask, [[0, 1, 1, 1, 0]],
-        err_msg="the EOS at index 1 is part of the prompt: search for EOS only from index prompt_length on",
+        err_msg="the EOS at index 1 is part of the prompt, and EOS is searched for from index prompt_length on",
     )
 
 
@@ -345,9 +345,10 @@ def direct_token_log_probs(logits: np.ndarray, ids: np.ndarray) -> np.ndarray:
 def test_log_probs_at_column_j_score_token_j_plus_one(impl, pair):
     logits, ids = pair
     log_probs = impl.token_log_probs(logits, ids)
-    assert isinstance(log_probs, np.ndarray), "NumPy in must give NumPy out"
+    assert isinstance(log_probs, np.ndarray), f"NumPy in must give NumPy out; got {type(log_probs).__name__}"
     assert log_probs.shape == (ids.shape[0], ids.shape[1] - 1), (
-        "token log-probs are aligned with the labels input_ids[:, 1:]: T - 1 columns"
+        f"token log-probs are aligned with the labels input_ids[:, 1:]: T - 1 columns, shape "
+        f"{(ids.shape[0], ids.shape[1] - 1)}; got {log_probs.shape}"
     )
     expected = direct_token_log_probs(logits, ids)
     if np.allclose(log_probs, expected, rtol=1e-10, atol=1e-10):

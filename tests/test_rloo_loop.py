@@ -206,7 +206,8 @@ def test_sampling_stops_at_eos_and_pads_after_it(impl, case):
     assert isinstance(rows, np.ndarray), "NumPy prompts in must give NumPy rows out"
     np.testing.assert_array_equal(prompts, original, err_msg="the prompts were changed in place")
     assert rows.shape == (case["rows"], case["prompt_length"] + case["max_new_tokens"]), (
-        "rows must be [B, P + max_new_tokens]: every row is padded to the same length"
+        f"rows must be [B, P + max_new_tokens] = {(case['rows'], case['prompt_length'] + case['max_new_tokens'])}: "
+        f"every row is padded to the same length; got {rows.shape}"
     )
     np.testing.assert_array_equal(rows[:, : case["prompt_length"]], prompts, err_msg="the prompt must be kept")
     for row in rows[:, case["prompt_length"]:]:
@@ -612,7 +613,8 @@ def test_the_ratio_leaves_one_after_the_first_epoch(impl):
         "ratio is 1 at every epoch, so the old log-probs are recomputed with the current policy instead of frozen "
         "before the first"
     )
-    assert result.epoch_losses[-1] < result.epoch_losses[0], "the PPO epochs must lower the loss"
+    assert result.epoch_losses[-1] < result.epoch_losses[0], (
+        f"the PPO epochs must lower the loss; the epochs' losses are {plain(result.epoch_losses)}")
 
 
 def test_the_iteration_reports_advantages_mask_and_frozen_log_probs(impl):
@@ -626,7 +628,7 @@ def test_the_iteration_reports_advantages_mask_and_frozen_log_probs(impl):
                                  ppo_epochs=2, clip_epsilon=0.2)
     assert torch.equal(ids, ids_copy) and np.array_equal(rewards, ITERATION_REWARDS), "inputs changed in place"
     advantages = np.asarray(result.advantages)
-    assert advantages.dtype == np.float64, "advantages are reported as float64 NumPy"
+    assert advantages.dtype == np.float64, f"advantages are reported as float64 NumPy; got {advantages.dtype}"
     np.testing.assert_allclose(advantages, leave_one_out(ITERATION_REWARDS, 3), rtol=1e-12, atol=1e-12,
                                err_msg="advantages must be RLOO within each prompt's group")
     np.testing.assert_array_equal(
@@ -690,13 +692,14 @@ def test_a_seed_reproduces_the_run_bit_for_bit(impl):
         if key != "elapsed_seconds":
             np.testing.assert_array_equal(values, second["history"][key], err_msg=f"history[{key!r}] differs")
     assert torch.equal(first["first_batch"].input_ids, second["first_batch"].input_ids), (
-        "the same seed must sample the same first batch: draw from the generator you are given"
+        "two runs with the same seed sampled different first batches: every draw must come from the generator "
+        "the loop gives the sampler (for example, a draw from the global RNG differs from run to run)"
     )
     for (name, a), b in zip(first["model"].named_parameters(), second["model"].parameters()):
         assert torch.equal(a, b), f"{name} differs between two runs with the same seed"
     other = impl.train_tiny_sequence_policy(seed=4, **TINY)
     assert not torch.equal(first["first_batch"].input_ids, other["first_batch"].input_ids), (
-        "another seed sampled the same first batch: the sampler ignores its generator"
+        "another seed sampled the same first batch: the sampler's draws do not depend on its generator"
     )
 
 
@@ -716,7 +719,8 @@ def test_evaluation_uses_the_packages_sampler(impl):
                 )
             else:
                 assert row[position] == row_logits[position - 1].argmax(), (
-                    "greedy evaluation must take the argmax token at every step"
+                    f"row {row.tolist()}: position {position} holds {int(row[position])}, but greedy evaluation "
+                    f"takes the argmax token, {int(row_logits[position - 1].argmax())}, at every step"
                 )
     assert result["mean_reward"] == pytest.approx(float(np.mean(result["rewards"]))), (
         f"mean_reward {result['mean_reward']} must be the mean of the rewards, {plain(np.mean(result['rewards']))}"
