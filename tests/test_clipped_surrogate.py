@@ -337,6 +337,22 @@ def test_diagnostics_worked_examples(impl):
           "((2 - 1) - log 2 + (0.5 - 1) - log 0.5) / 2 = 0.25")
 
 
+def test_a_ratio_at_exactly_one_plus_or_minus_epsilon_is_neither_clipped_nor_outside(impl):
+    # With ε = 0.5 the ratios 1.5 and 0.5 are exact in floating point (exp(log 1.5) == 1.5 in float32 and float64),
+    # so they sit exactly on 1 ± ε. There clip(r) = r, both branches are equal and the gradient is -r·A/N, not zero:
+    # the clip does not bind (the docstrings' inequalities are strict), and the ratio has not left the interval.
+    new, old = np.log([1.5, 0.5, 2.0, 0.25]), np.zeros(4)
+    advantages = np.array([1.0, -1.0, 1.0, -1.0])
+    close(impl.active_clip_fraction(new, old, advantages, clip_epsilon=0.5), 0.5,
+          "ratios 1.5, 0.5, 2, 0.25 with ε = 0.5, A = 1, -1, 1, -1: the clip binds at 2 and 0.25 only; at r = 1 ± ε "
+          "exactly the gradient is not zero, so 1.5 and 0.5 are not clipped", any_float=True,
+          readings={"the fraction with r = 1 ± ε counted as clipped (>= and <= for the strict > and <)": 1.0})
+    close(impl.ratio_outside_fraction(new, old, clip_epsilon=0.5), 0.5,
+          "ratios 1.5, 0.5, 2, 0.25 with ε = 0.5: |r - 1| = 0.5, 0.5, 1, 0.75, and only |r - 1| > ε is outside, so "
+          "two of four", any_float=True,
+          readings={"the fraction with |r - 1| = ε counted as outside (>= for the strict >)": 1.0})
+
+
 # ---- bad input -------------------------------------------------------------------------------------------------
 
 
