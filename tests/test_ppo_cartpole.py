@@ -212,9 +212,13 @@ class SpySGD(SGD):
         return super().step()
 
 
-def test_every_sample_once_per_epoch_inside_the_update(impl):
+SPIED = dict(size=21, epochs=4, minibatch=5)
+
+
+def epoch_orders(impl) -> list[list[int]]:
+    """The samples each epoch of one update visits, in the order it visits them (seen by a spy actor)."""
     actor, critic = networks()
-    size, epochs, minibatch = 21, 4, 5
+    size, epochs, minibatch = SPIED["size"], SPIED["epochs"], SPIED["minibatch"]
     observations = torch.zeros(size, 4)
     observations[:, 0] = torch.arange(size, dtype=torch.float32)
     batch = make_batch(actor, critic, size, observations=observations)
@@ -226,9 +230,27 @@ def test_every_sample_once_per_epoch_inside_the_update(impl):
     assert len(spy.seen) == epochs * per_epoch, (
         f"{epochs} epochs of {per_epoch} minibatches must call the actor {epochs * per_epoch} times with gradient; "
         f"it was called {len(spy.seen)} times")
-    for epoch in range(epochs):
-        used = sorted(i for call in spy.seen[epoch * per_epoch:(epoch + 1) * per_epoch] for i in call)
-        assert used == list(range(size)), f"epoch {epoch} repeated or skipped samples: {used}"
+    return [[i for call in spy.seen[epoch * per_epoch:(epoch + 1) * per_epoch] for i in call]
+            for epoch in range(epochs)]
+
+
+def test_every_sample_once_per_epoch_inside_the_update(impl):
+    for epoch, order in enumerate(epoch_orders(impl)):
+        used = sorted(order)
+        assert used == list(range(SPIED["size"])), f"epoch {epoch} repeated or skipped samples: {used}"
+
+
+def test_each_epoch_of_the_update_draws_a_fresh_permutation(impl):
+    # A uniform shuffle of 21 samples repeats one of 4 epochs' orders with probability at most C(4, 2) / 21! < 1.2e-19:
+    # a valid implementation, whatever its random stream, fails this check with negligible probability.
+    orders = epoch_orders(impl)
+    for later in range(1, len(orders)):
+        for earlier in range(later):
+            assert orders[later] != orders[earlier], (
+                f"epochs {earlier} and {later} of the update visited the {SPIED['size']} samples in the same order: "
+                "each epoch draws a fresh permutation, and two epochs of a uniform shuffle share an order with "
+                f"probability 1 / {SPIED['size']}!; the order: {orders[later]}"
+            )
 
 
 def test_old_log_probs_and_values_stay_frozen(impl):
