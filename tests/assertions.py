@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 import torch
 
@@ -21,13 +23,15 @@ def as_numpy(value) -> np.ndarray:
 
 
 def close(actual, expected, message: str, rtol: float = 1e-9, *, any_float: bool = False,
-          expected_dtype=np.float64, readings: dict[str, object] | None = None) -> None:
+          expected_dtype=np.float64, readings: dict[str, object] | Callable[[], dict[str, object]] | None = None,
+          ) -> None:
     """``actual`` equals ``expected`` to ``rtol`` (relative, and absolute on the scale ``1 + max|expected|``).
 
     A failure's first line is ``message``, then what was found and what was expected (the whole values when they
     are small, else the first element that differs), then each of ``readings`` (a misreading's description -> the
-    value it gives on this input) that the value found equals: a misreading is named only when the failure implies
-    it. NumPy's full comparison follows on the next lines.
+    value it gives on this input, or a function that returns them, called only on failure) that the value found
+    equals: a misreading is named only when the failure implies it. NumPy's full comparison follows on the next
+    lines.
 
     ``expected_dtype`` is the dtype the contract asks for. When ``actual`` is in a narrower floating dtype and agrees
     at that dtype's precision, the failure names the dtype ("float32 where float64 was expected"), not the formula.
@@ -52,6 +56,8 @@ def close(actual, expected, message: str, rtol: float = 1e-9, *, any_float: bool
                     f"(what was checked: {message})"
                 ) from None
         line = f"{message} ({found_and_expected(actual, expected, rtol, rtol * scale)})"
+        if callable(readings):
+            readings = readings()
         line += which_reading(actual, expected, readings or {}, rtol=max(rtol, 1e-9), atol=max(rtol * scale, 1e-12))
         raise AssertionError(f"{line}\n{failure}") from None
 

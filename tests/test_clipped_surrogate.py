@@ -241,7 +241,8 @@ def test_ppo_loss_adds_the_value_loss_and_subtracts_the_entropy_bonus(
           "the PPO loss is policy_loss + c_v · value_loss - c_e · mean(entropy)", readings={
               "policy_loss + c_v · value_loss + c_e · mean(entropy): the entropy term's sign is flipped":
                   policy_loss + value_coefficient * value_loss + bonus,
-              "policy_loss + c_v · value_loss: the entropy bonus left out": policy_loss + value_coefficient * value_loss,
+              "policy_loss + c_v · value_loss: the entropy bonus left out":
+                  policy_loss + value_coefficient * value_loss,
               "c_v · policy_loss + value_loss - c_e · mean(entropy): c_v on the policy loss instead of the value loss":
                   value_coefficient * policy_loss + value_loss - bonus})
     more = impl.ppo_loss(np.array(policy_loss), np.array(value_loss), entropy + 1.0, **arguments)

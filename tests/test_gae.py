@@ -95,7 +95,7 @@ def test_equals_the_explicit_sum_of_discounted_residuals(impl, batch):
     found, expected = impl.gae_advantages(**batch), explicit_gae(**batch)
     close(found, expected,
           "GAE is the sum of (γλ)^k-discounted TD residuals up to the first trace cut, δ_t bootstrapping from "
-          "next_values[t] unless terminated[t]", readings=gae_readings(batch))
+          "next_values[t] unless terminated[t]", readings=lambda: gae_readings(batch))
 
 
 @given(batch=gae_batches())
@@ -131,7 +131,7 @@ def test_without_cuts_it_equals_the_uncut_sum(impl, batch, gamma, gae_lambda):
     ])
     found = impl.gae_advantages(**batch)
     close(found, expected, "with no cuts, A_t = Σ_k (γλ)^(k-t) δ_k over the rest of the record",
-          readings=uncut_readings(deltas, gamma, gae_lambda))
+          readings=lambda: uncut_readings(deltas, gamma, gae_lambda))
 
 
 @given(batch=gae_batches(min_steps=2), cut=st.integers(0, 100), noise=floats(-50, 50))

@@ -90,8 +90,11 @@ def test_expected_surrogate_gradient_is_the_policy_gradient(impl, policy, baseli
     # A verifier: 1 for the right action, 0 otherwise. A step function has no useful derivative, and REINFORCE
     # never differentiates the reward.
     verifier = (np.arange(len(logits)) == target % len(logits)).astype(np.float64)
-    close(expected_surrogate_gradient(impl, logits, verifier), -analytic_policy_gradient(logits, verifier),
-          "with a 0/1 verifier reward the expected surrogate gradient must still be minus the policy gradient")
+    verifier_gradient = analytic_policy_gradient(logits, verifier)
+    close(expected_surrogate_gradient(impl, logits, verifier), -verifier_gradient,
+          "with a 0/1 verifier reward the expected surrogate gradient must still be minus the policy gradient",
+          readings={"+π_k (R_k - J): the sign is flipped": verifier_gradient,
+                    "0: no gradient reaches the logits through log π": np.zeros_like(verifier_gradient)})
 
 
 @given(policy=softmax_policies(), critic_offset=floats(-5.0, 5.0))
@@ -111,14 +114,17 @@ def test_advantages_are_constants_even_when_they_require_grad(impl, policy, crit
     constant = advantages.detach()
     expected = torch.autograd.functional.jacobian(
         lambda t: -(torch.log_softmax(t, dim=0) * constant).mean(), torch.tensor(logits))
-    through_advantages = torch.autograd.functional.jacobian(
-        lambda t: -(torch.log_softmax(t, dim=0) * (constant + torch.softmax(theta, dim=0).detach()
-                                                   - torch.softmax(t, dim=0))).mean(), torch.tensor(logits))
+
+    def readings():
+        through_advantages = torch.autograd.functional.jacobian(
+            lambda t: -(torch.log_softmax(t, dim=0) * (constant + torch.softmax(theta, dim=0).detach()
+                                                       - torch.softmax(t, dim=0))).mean(), torch.tensor(logits))
+        return {"the gradient with A's dependence on θ differentiated too (advantages not detached)":
+                through_advantages.numpy(), "+∇θ mean(log π · A): the sign is flipped": -expected.numpy()}
+
     close(gradient(theta, "the logits θ"), expected.numpy(),
           "∂loss/∂θ must be the gradient of -mean(log π · A) with A held constant (A depends on θ here, through "
-          "softmax(θ))",
-          readings={"the gradient with A's dependence on θ differentiated too (advantages not detached)":
-                    through_advantages.numpy(), "+∇θ mean(log π · A): the sign is flipped": -expected.numpy()})
+          "softmax(θ))", readings=readings)
 
 
 @given(policy=softmax_policies(), action=st.integers(0, 5), advantage=floats(0.1, 10.0),
@@ -201,7 +207,7 @@ def test_reward_to_go_equals_the_explicit_sum(impl, stream):
         f"reward-to-go keeps the rewards' shape {stream['rewards'].shape}; got {returns.shape}")
     close(returns, explicit_reward_to_go(**stream),
           "G_t must be Σ γ^(k-t) r_k over the rest of t's episode only, up to and including the step that ends "
-          "it (each column of [T, N] is its own stream, time is axis 0)", readings=reward_to_go_readings(stream))
+          "it (each column of [T, N] is its own stream, time is axis 0)", readings=lambda: reward_to_go_readings(stream))
 
     rewards = torch.tensor(stream["rewards"], requires_grad=True)
     tensor_returns = impl.discounted_reward_to_go(rewards, torch.tensor(stream["episode_ends"]), stream["gamma"])
