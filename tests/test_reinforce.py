@@ -207,7 +207,8 @@ def test_reward_to_go_equals_the_explicit_sum(impl, stream):
         f"reward-to-go keeps the rewards' shape {stream['rewards'].shape}; got {returns.shape}")
     close(returns, explicit_reward_to_go(**stream),
           "G_t must be Σ γ^(k-t) r_k over the rest of t's episode only, up to and including the step that ends "
-          "it (each column of [T, N] is its own stream, time is axis 0)", readings=lambda: reward_to_go_readings(stream))
+          "it (each column of [T, N] is its own stream, time is axis 0)",
+          readings=lambda: reward_to_go_readings(stream))
 
     rewards = torch.tensor(stream["rewards"], requires_grad=True)
     tensor_returns = impl.discounted_reward_to_go(rewards, torch.tensor(stream["episode_ends"]), stream["gamma"])
