@@ -141,9 +141,10 @@ def matching(actual, expected, readings: dict[str, object], rtol: float = 1e-9, 
 
 def which_reading(actual, expected, readings: dict[str, object], rtol: float = 1e-9, atol: float = 1e-12,
                   lead: str = "; it equals ") -> str:
-    """``lead`` + the matching readings (:func:`matching`), or "" when none matches."""
+    """``lead`` + the matching readings (:func:`matching`), or "" when none matches; on a small input several
+    readings may give the same value, and each is named."""
     names = matching(actual, expected, readings, rtol, atol)
-    return (lead + " and ".join(names)) if names else ""
+    return (lead + "; equally, ".join(names)) if names else ""
 
 
 LOSES_AUTOGRAD = ("for example, a result computed through NumPy, .item() or float(), rebuilt with torch.tensor(...) "
