@@ -183,7 +183,9 @@ def active_clip_fraction(
     """Fraction of samples whose clip binds: ``A > 0 and r > 1 + ε``, or ``A < 0 and r < 1 - ε``.
 
     Exactly these samples contribute zero gradient to :func:`clipped_policy_loss`. A ratio outside the interval on
-    the other side (``A > 0 and r < 1 - ε``) is not clipped: the min picks the unclipped branch.
+    the other side (``A > 0 and r < 1 - ε``) is not clipped: the min picks the unclipped branch. The inequalities
+    are strict: at ``r = 1 ± ε`` exactly the two branches are equal and the gradient is ``-r · A / N``, not zero, so
+    such a sample is not counted (``r = 1.5`` with ``ε = 0.5`` and ``A > 0`` is not clipped).
 
     Arguments and errors as :func:`clipped_surrogate_terms`. Returns a scalar in [0, 1] (see the module docstring),
     without gradient, in any floating dtype (a fraction k/N needs no more than float32).
@@ -202,7 +204,9 @@ def active_clip_fraction(
 def ratio_outside_fraction(new_log_probs: ArrayLike, old_log_probs: ArrayLike, clip_epsilon: float) -> ArrayLike:
     """Fraction of samples whose ratio left the trust interval: ``|r - 1| > ε``, whatever the advantage.
 
-    Always at least :func:`active_clip_fraction`: it also counts ratios outside on the side the clip ignores.
+    Always at least :func:`active_clip_fraction`: it also counts ratios outside on the side the clip ignores. The
+    inequality is strict: a ratio at exactly ``1 ± ε`` (``r = 0.5`` with ``ε = 0.5``) is on the interval's edge,
+    inside it, and not counted.
 
     Args:
         new_log_probs: ``log π_new(a|s)``, any shape, floating.

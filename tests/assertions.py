@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 import torch
 
@@ -21,8 +23,15 @@ def as_numpy(value) -> np.ndarray:
 
 
 def close(actual, expected, message: str, rtol: float = 1e-9, *, any_float: bool = False,
-          expected_dtype=np.float64) -> None:
+          expected_dtype=np.float64, readings: dict[str, object] | Callable[[], dict[str, object]] | None = None,
+          ) -> None:
     """``actual`` equals ``expected`` to ``rtol`` (relative, and absolute on the scale ``1 + max|expected|``).
+
+    A failure's first line is ``message``, then what was found and what was expected (the whole values when they
+    are small, else the first element that differs), then each of ``readings`` (a misreading's description -> the
+    value it gives on this input, or a function that returns them, called only on failure) that the value found
+    equals: a misreading is named only when the failure implies it. NumPy's full comparison follows on the next
+    lines.
 
     ``expected_dtype`` is the dtype the contract asks for. When ``actual`` is in a narrower floating dtype and agrees
     at that dtype's precision, the failure names the dtype ("float32 where float64 was expected"), not the formula.
@@ -36,7 +45,7 @@ def close(actual, expected, message: str, rtol: float = 1e-9, *, any_float: bool
         rtol = max(rtol, 4 * float(np.finfo(dtype).eps))
     try:
         np.testing.assert_allclose(as_numpy(actual), expected, rtol=rtol, atol=rtol * scale, err_msg=message)
-    except AssertionError:
+    except AssertionError as failure:
         narrower = dtype is not None and np.finfo(dtype).bits < np.finfo(expected_dtype).bits
         if narrower:
             loose = 4 * float(np.finfo(dtype).eps)
@@ -46,7 +55,46 @@ def close(actual, expected, message: str, rtol: float = 1e-9, *, any_float: bool
                     f"so the arithmetic is right but it ran (or was cast) in {dtype}; keep the inputs' dtype "
                     f"(what was checked: {message})"
                 ) from None
-        raise
+        line = f"{message} ({found_and_expected(actual, expected, rtol, rtol * scale)})"
+        if callable(readings):
+            readings = readings()
+        line += which_reading(actual, expected, readings or {}, rtol=max(rtol, 1e-9), atol=max(rtol * scale, 1e-12))
+        raise AssertionError(f"{line}\n{failure}") from None
+
+
+SMALL = 6  # values of at most this many elements are shown whole in a failure's first line
+
+
+def found_and_expected(actual, expected, rtol: float = 1e-9, atol: float = 1e-9) -> str:
+    """``"found [1, 2], expected [2, 1]"``; for larger values the first element that differs and how many do."""
+    try:
+        found = np.asarray(as_numpy(actual), dtype=np.float64)
+        wanted = np.asarray(expected, dtype=np.float64)
+    except (TypeError, ValueError):
+        return f"found {plain(actual)}, expected {plain(expected)}"
+    if found.shape != wanted.shape:
+        try:
+            wanted = np.broadcast_to(wanted, found.shape)
+        except ValueError:
+            return f"found shape {found.shape}, expected shape {wanted.shape}"
+        if found.size <= SMALL:
+            return f"found {distinct(found, wanted)}, expected {plain(np.asarray(expected))}"
+    if found.size <= SMALL:
+        return f"found {distinct(found, wanted)}, expected {distinct(wanted, found)}"
+    with np.errstate(invalid="ignore"):
+        differs = ~np.isclose(found, wanted, rtol=rtol, atol=atol)
+    index = tuple(int(i) for i in np.argwhere(differs)[0]) if differs.any() else ()
+    where = ", ".join(map(str, index))
+    return (f"found {distinct(found[index], wanted[index])}, expected {distinct(wanted[index], found[index])} at "
+            f"[{where}]; {int(differs.sum())} of {found.size} elements differ")
+
+
+def distinct(value, other) -> str:
+    """``value`` by :func:`plain`, with as many digits as it takes to read differently from ``other``."""
+    for digits in (6, 9, 12, 17):
+        if plain(value, digits) != plain(other, digits):
+            break
+    return plain(value, digits)
 
 
 def plain(value, digits: int = 6) -> str:
@@ -70,3 +118,55 @@ def plain(value, digits: int = 6) -> str:
     if isinstance(item, float):
         return f"{item:.{digits}g}"
     return str(item)
+
+
+def matching(actual, expected, readings: dict[str, object], rtol: float = 1e-9, atol: float = 1e-12) -> list[str]:
+    """The readings (a description -> the value it gives) that ``actual`` equals and ``expected`` does not.
+
+    A reading is named in a message only when the value found is that reading's value on this very input: the
+    failure then implies it. Readings of another shape than ``actual``, and readings with no finite element, never
+    match.
+    """
+    found, wanted = np.asarray(as_numpy(actual), dtype=np.float64), np.asarray(expected, dtype=np.float64)
+    names = []
+    for name, value in readings.items():
+        value = np.asarray(as_numpy(value), dtype=np.float64)
+        if not np.isfinite(value).any():
+            continue  # NaN matches NaN, but a reading that is nothing but NaN or inf says nothing
+        if (value.shape == found.shape and np.allclose(found, value, rtol=rtol, atol=atol, equal_nan=True)
+                and not (value.shape == wanted.shape and np.allclose(wanted, value, rtol=rtol, atol=atol))):
+            names.append(name)
+    return names
+
+
+def which_reading(actual, expected, readings: dict[str, object], rtol: float = 1e-9, atol: float = 1e-12,
+                  lead: str = "; it equals ") -> str:
+    """``lead`` + the matching readings (:func:`matching`), or "" when none matches; on a small input several
+    readings may give the same value, and each is named."""
+    names = matching(actual, expected, readings, rtol, atol)
+    return (lead + "; equally, ".join(names)) if names else ""
+
+
+LOSES_AUTOGRAD = ("for example, a result computed through NumPy, .item() or float(), rebuilt with torch.tensor(...) "
+                  "from numbers, or .detach()ed loses autograd")
+
+
+def assert_differentiable(value, what: str, inputs: str) -> None:
+    """Before ``backward()``: ``value`` is a tensor that carries autograd back to ``inputs`` (which require grad).
+
+    Without this check a result that lost its graph fails inside torch ("element 0 of tensors does not require
+    grad"), which says nothing about the function under test.
+    """
+    if not isinstance(value, torch.Tensor):
+        raise AssertionError(f"{what} is a {type(value).__name__}, expected a tensor: a tensor in must give a tensor "
+                             f"out, with autograd back to {inputs}")
+    if not value.requires_grad:
+        raise AssertionError(f"{what}: requires_grad is False although {inputs} requires grad, so no gradient can "
+                             f"flow back to {inputs} ({LOSES_AUTOGRAD})")
+
+
+def gradient(tensor: torch.Tensor, name: str) -> np.ndarray:
+    """``tensor.grad`` as NumPy after ``backward()``; a readable failure when no gradient reached ``tensor``."""
+    if tensor.grad is None:
+        raise AssertionError(f"no gradient reached {name}: the result does not depend on it through autograd")
+    return tensor.grad.detach().cpu().numpy()

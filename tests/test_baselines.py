@@ -44,6 +44,15 @@ def rloo_misreadings(rewards: np.ndarray) -> dict[str, np.ndarray]:
     return readings
 
 
+def centring_misreadings(rewards: np.ndarray) -> dict[str, np.ndarray]:
+    """The advantages a common misunderstanding of same-group centring gives on ``rewards`` [groups, G]."""
+    readings = {"the rewards themselves: no baseline is subtracted": rewards}
+    if rewards.shape[0] > 1:
+        readings["each column's mean subtracted (groups taken down axis 0) instead of each row's"] = (
+            rewards - rewards.mean(axis=0, keepdims=True))
+    return readings
+
+
 def named_misreading(actual, expected: np.ndarray, readings: dict[str, np.ndarray]) -> str:
     """``"; it equals <reading>"`` for each reading ``actual`` matches and ``expected`` does not, else ""."""
     actual = np.asarray(actual, dtype=np.float64)
@@ -87,10 +96,15 @@ def test_same_group_centring_sums_to_zero_in_every_group(impl, rewards):
     assert advantages.shape == rewards.shape, (
         f"same-group centring keeps the [groups, G] shape {rewards.shape}; got {np.shape(advantages)}"
     )
-    np.testing.assert_allclose(
-        advantages.sum(axis=1), 0.0, atol=1e-10 * (1.0 + np.abs(rewards).max()),
-        err_msg="same-group centring subtracts each row's own mean: every row must sum to zero",
-    )
+    sums = advantages.sum(axis=1)
+    if not np.allclose(sums, 0.0, rtol=0, atol=1e-10 * (1.0 + np.abs(rewards).max())):
+        g = int(np.argmax(np.abs(sums)))
+        expected = rewards - rewards.mean(axis=1, keepdims=True)
+        raise AssertionError(
+            f"group (row) {g}: rewards {plain(rewards[g])} give centred advantages {plain(advantages[g])}, which sum "
+            f"to {plain(sums[g])}, not 0: same-group centring subtracts each row's own mean; expected "
+            f"{plain(expected[g])}" + named_misreading(advantages, expected, centring_misreadings(rewards))
+        )
 
 
 @given(rewards=group_rewards())
@@ -119,12 +133,22 @@ def test_same_group_centring_is_rloo_scaled_by_g_minus_one_over_g(impl, rewards)
 
 @given(rewards=group_rewards(), shifts=st.lists(floats(-50, 50), min_size=5, max_size=5))
 def test_a_constant_added_to_a_group_changes_nothing(impl, rewards, shifts):
-    shifted = rewards + np.asarray(shifts[: rewards.shape[0]])[:, None]
-    for function in (impl.group_mean_advantages, impl.rloo_advantages):
-        np.testing.assert_allclose(
-            function(shifted), function(rewards), rtol=1e-9, atol=1e-9 * (1 + np.abs(shifted).max()),
-            err_msg=f"{function.__name__}: adding a constant to one group's rewards must not change its "
-            "advantages: the baseline must be computed within each group (row), not across groups",
+    constants = np.asarray(shifts[: rewards.shape[0]])
+    shifted = rewards + constants[:, None]
+    for function, expected, readings in (
+        (impl.group_mean_advantages, rewards - rewards.mean(axis=1, keepdims=True), centring_misreadings(rewards)),
+        (impl.rloo_advantages, rloo_by_loop(rewards), rloo_misreadings(rewards)),
+    ):
+        before, after = np.asarray(function(rewards)), np.asarray(function(shifted))
+        if np.allclose(after, before, rtol=1e-9, atol=1e-9 * (1 + np.abs(shifted).max())):
+            continue
+        g = int(np.flatnonzero(~np.isclose(after, before, rtol=1e-9, atol=1e-9 * (1 + np.abs(shifted).max()))
+                               .reshape(len(before), -1).any(axis=1))[0]) if before.shape == after.shape else 0
+        raise AssertionError(
+            f"{function.__name__}: adding the constants {plain(constants)} to the rows of rewards {plain(rewards)} "
+            f"changed row {g}'s advantages from {plain(before[g])} to {plain(after[g])}: a baseline taken within "
+            "each row moves with the row's rewards, so the advantages stay the same"
+            + named_misreading(before, expected, readings)
         )
 
 
@@ -135,9 +159,23 @@ def test_rloo_baseline_of_sample_i_does_not_depend_on_its_own_reward(impl, rewar
     changed[:, index] = new_reward
     baseline_before = rewards - impl.rloo_advantages(rewards)
     baseline_after = changed - impl.rloo_advantages(changed)
-    np.testing.assert_allclose(
-        baseline_after[:, index], baseline_before[:, index], rtol=1e-9, atol=1e-9,
-        err_msg="RLOO's baseline for sample i changed when r_i changed: the sample is in its own baseline",
+    same = np.isclose(baseline_after[:, index], baseline_before[:, index], rtol=1e-9, atol=1e-9)
+    if same.all():
+        return
+    g = int(np.flatnonzero(~same)[0])
+    # Column `index` changed in every row: changing r_i alone says whether the baseline depends on r_i itself.
+    alone = rewards.copy()
+    alone[g, index] = new_reward
+    own = not np.isclose((alone - impl.rloo_advantages(alone))[g, index], baseline_before[g, index], rtol=1e-9,
+                         atol=1e-9)
+    why = ("it changes when r_i alone changes: the sample is in its own baseline" if own else
+           "it does not change when r_i alone changes, so it depends on the other rows' rewards in column "
+           f"{index}: groups are rows")
+    raise AssertionError(
+        f"RLOO's baseline r_i - A_i for sample {index} of row {g} (rewards {plain(rewards[g])}) moved from "
+        f"{plain(baseline_before[g, index])} to {plain(baseline_after[g, index])} when column {index} was set to "
+        f"{plain(new_reward)} in every row: the mean of the other G - 1 rewards of its row must not depend on "
+        f"r_i; {why}"
     )
 
 
@@ -214,8 +252,11 @@ def simulate(impl, group_size: int) -> dict[str, float]:
 def test_simulation_reports_every_number(impl):
     for result in (simulate(impl, group_size) for group_size in (2, 4, 8)):
         assert SIMULATION_KEYS <= set(result), f"missing keys: {sorted(SIMULATION_KEYS - set(result))}"
-        assert all(isinstance(value, float) and math.isfinite(value) for value in result.values()), (
-            "every value of the simulation must be a finite Python float"
+        wrong = {key: value for key, value in result.items() if not (isinstance(value, float)
+                                                                      and math.isfinite(value))}
+        assert not wrong, (
+            "every value of the simulation must be a finite Python float; these are not: "
+            + ", ".join(f"{key} = {value!r} ({type(value).__name__})" for key, value in wrong.items())
         )
 
 
@@ -235,15 +276,19 @@ def test_simulation_rloo_is_unbiased_and_same_group_is_scaled(impl, group_size):
     )
     standard_error = result["plain_std"] / math.sqrt(GROUPS)
     assert abs(result["plain_mean"] - result["true_gradient"]) < Z * standard_error, (
-        "the estimate without a baseline is unbiased: its mean must match the true gradient"
+        f"the mean gradient without a baseline {result['plain_mean']:.4f} is not the true gradient "
+        f"{result['true_gradient']} within {Z} standard errors ({standard_error:.4f}): it must be unbiased"
     )
     assert result["predicted_scale"] == pytest.approx((group_size - 1) / group_size, rel=1e-12), (
         f"predicted_scale is {plain(result['predicted_scale'])}, expected (G-1)/G = {group_size - 1}/{group_size}: "
         "same-group centring is RLOO scaled by (G-1)/G, so its expected gradient is that fraction of the true one"
     )
-    assert result["observed_scale"] == pytest.approx(result["same_group_mean"] / result["true_gradient"],
-                                                     rel=1e-12), (
-        "observed_scale must be measured (same-group mean / true gradient), not copied from the prediction"
+    measured = result["same_group_mean"] / result["true_gradient"]
+    copied = ("; it equals predicted_scale: the prediction copied instead of the measurement"
+              if result["observed_scale"] == pytest.approx(result["predicted_scale"], rel=1e-12) else "")
+    assert result["observed_scale"] == pytest.approx(measured, rel=1e-12), (
+        f"observed_scale is {plain(result['observed_scale'])}, expected the measured same_group_mean / "
+        f"true_gradient = {plain(measured)}{copied}"
     )
 
 
@@ -251,7 +296,9 @@ def test_simulation_rloo_is_unbiased_and_same_group_is_scaled(impl, group_size):
 def test_simulation_no_baseline_has_the_largest_spread(impl, group_size):
     result = simulate(impl, group_size)
     assert result["plain_std"] > max(result["same_group_std"], result["rloo_std"]), (
-        "with rewards far from zero, the estimate without a baseline must have the largest spread"
+        f"with rewards far from zero, the estimate without a baseline must have the largest spread: plain_std "
+        f"{result['plain_std']:.4g}, same_group_std {result['same_group_std']:.4g}, rloo_std "
+        f"{result['rloo_std']:.4g}"
     )
     np.testing.assert_allclose(
         result["same_group_std"], (group_size - 1) / group_size * result["rloo_std"], rtol=1e-9,

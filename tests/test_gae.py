@@ -12,7 +12,7 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tests.assertions import close
+from tests.assertions import assert_differentiable, close, gradient
 from kata.testing.strategies import floats, gae_batches
 
 pytestmark = pytest.mark.gae
@@ -43,22 +43,59 @@ def explicit_gae(rewards, values, next_values, terminated, trace_cuts, gamma, ga
     return advantages
 
 
+def forward_gae(rewards, values, next_values, terminated, trace_cuts, gamma, gae_lambda):
+    """The recursion walked forward in time: A_t = δ_t + γλ·(1 - cut_t)·A_{t-1} (time is axis 0)."""
+    deltas = td_residuals(rewards, values, next_values, terminated, gamma)
+    advantages, carried = np.empty_like(deltas), np.zeros_like(deltas[0])
+    for t in range(len(deltas)):
+        carried = deltas[t] + gamma * gae_lambda * (1.0 - trace_cuts[t]) * carried
+        advantages[t] = carried
+    return advantages
+
+
+def gae_readings(batch: dict) -> dict[str, np.ndarray]:
+    """The advantages each common misreading of GAE gives on ``batch``: named in a message only when they are the
+    values found."""
+    never = np.zeros_like(batch["terminated"])
+    following = np.concatenate([batch["values"][1:], np.zeros_like(batch["values"][:1])])
+    return {
+        "GAE with a bootstrap at terminated records too": explicit_gae(**dict(batch, terminated=never)),
+        "GAE with no bootstrap at any trace cut (a time limit or the buffer end treated as termination)":
+            explicit_gae(**dict(batch, terminated=batch["trace_cuts"])),
+        "GAE with the recursion stopped only where terminated (it runs across the other trace cuts)":
+            explicit_gae(**dict(batch, trace_cuts=batch["terminated"])),
+        "GAE with the recursion running across every trace cut": explicit_gae(**dict(batch, trace_cuts=never)),
+        "GAE decayed by γ alone (λ not applied)": explicit_gae(**dict(batch, gae_lambda=1.0)),
+        "GAE with V(s_t+1) taken from values[t + 1] instead of next_values[t]":
+            explicit_gae(**dict(batch, next_values=following)),
+        "the recursion walked forward in time, A_t = δ_t + γλ·A_{t-1}, where it runs backward from the end":
+            forward_gae(**batch),
+    }
+
+
 def test_the_labs_example(impl):
     advantages = impl.gae_advantages(
         np.array([1.0, 100.0]), np.array([2.0, 0.0]), np.array([10.0, 0.0]),
         np.array([False, True]), np.array([True, True]), gamma=0.9, gae_lambda=1.0,
     )
-    assert isinstance(advantages, np.ndarray), "NumPy in must give NumPy out"
+    assert isinstance(advantages, np.ndarray), f"NumPy in must give NumPy out; got {type(advantages).__name__}"
     close(advantages, [8.0, 100.0],
-          "record 0 is cut by the rollout buffer, not terminated: it must bootstrap from next_values "
-          "(1 + 0.9*10 - 2 = 8) and must not take record 1's advantage into its own")
+          "the lab's two records: record 0 is cut by the rollout buffer, not terminated, so it bootstraps from "
+          "next_values (1 + 0.9*10 - 2 = 8), and the cut keeps record 1's advantage out of it", readings={
+              "1 - 2 at record 0: no bootstrap there (or V(s_1) read from values[1] = 0, not next_values[0] = 10)":
+                  [-1.0, 100.0],
+              "8 + 0.9*100 at record 0: record 1's advantage carried across the cut": [98.0, 100.0],
+              "1 - 2 + 0.9*100 at record 0: no bootstrap, and record 1's advantage carried across the cut":
+                  [89.0, 100.0],
+          })
 
 
 @given(batch=gae_batches())
 def test_equals_the_explicit_sum_of_discounted_residuals(impl, batch):
-    close(impl.gae_advantages(**batch), explicit_gae(**batch),
-          "GAE must equal the explicit sum of (γλ)^k-discounted TD residuals that stops after the first trace "
-          "cut; δ_t bootstraps from next_values[t] unless terminated[t]")
+    found, expected = impl.gae_advantages(**batch), explicit_gae(**batch)
+    close(found, expected,
+          "GAE is the sum of (γλ)^k-discounted TD residuals up to the first trace cut, δ_t bootstrapping from "
+          "next_values[t] unless terminated[t]", readings=lambda: gae_readings(batch))
 
 
 @given(batch=gae_batches())
@@ -66,6 +103,20 @@ def test_lambda_zero_gives_the_td_residual(impl, batch):
     batch["gae_lambda"] = 0.0
     close(impl.gae_advantages(**batch), td_residuals(**batch),
           "with λ = 0 the advantage is the one-step TD residual r + γ·V(next)·(1 - terminated) - V")
+
+
+def uncut_readings(deltas, gamma, gae_lambda):
+    """What an uncut record's advantages are under a common misreading of the recursion."""
+    def decayed(decay):
+        return np.stack([sum(decay ** (k - t) * deltas[k] for k in range(t, len(deltas))) for t in range(len(deltas))])
+
+    forward, carried = np.empty_like(deltas), np.zeros_like(deltas[0])
+    for t in range(len(deltas)):
+        carried = deltas[t] + gamma * gae_lambda * carried
+        forward[t] = carried
+    return {"the sum decayed by γ alone (λ not applied)": decayed(gamma),
+            "the sum decayed by λ alone (γ not applied)": decayed(gae_lambda),
+            "the recursion run forward in time, A_t = δ_t + γλ·A_{t-1}, where it runs backward from the end": forward}
 
 
 @given(batch=gae_batches(), gamma=st.floats(0.0, 1.0), gae_lambda=st.floats(0.0, 1.0))
@@ -78,8 +129,9 @@ def test_without_cuts_it_equals_the_uncut_sum(impl, batch, gamma, gae_lambda):
     expected = np.stack([
         sum((gamma * gae_lambda) ** (k - t) * deltas[k] for k in range(t, steps)) for t in range(steps)
     ])
-    close(impl.gae_advantages(**batch), expected,
-          "with no cuts, A_t = Σ_k (γλ)^(k-t) δ_k over the rest of the record: check the decay is γλ, not γ")
+    found = impl.gae_advantages(**batch)
+    close(found, expected, "with no cuts, A_t = Σ_k (γλ)^(k-t) δ_k over the rest of the record",
+          readings=lambda: uncut_readings(deltas, gamma, gae_lambda))
 
 
 @given(batch=gae_batches(min_steps=2), cut=st.integers(0, 100), noise=floats(-50, 50))
@@ -88,13 +140,21 @@ def test_values_after_a_cut_never_change_advantages_before_it(impl, batch, cut, 
     batch["trace_cuts"] = batch["trace_cuts"].copy()
     batch["trace_cuts"][cut] = True
     before = impl.gae_advantages(**batch)
-    changed = {key: value.copy() if isinstance(value, np.ndarray) else value for key, value in batch.items()}
-    for key in ("rewards", "values", "next_values"):
-        changed[key][cut + 1:] += noise
-    after = impl.gae_advantages(**changed)
-    close(after[: cut + 1], before[: cut + 1],
-          f"advantages up to the trace cut at t={cut} changed when rewards and values after it changed: the "
-          "recursion leaks across trace_cuts (every cut must stop it, not only terminated)")
+
+    def changed_after_the_cut(*keys):
+        changed = {key: value.copy() if isinstance(value, np.ndarray) else value for key, value in batch.items()}
+        for key in keys:
+            changed[key][cut + 1:] += noise
+        return impl.gae_advantages(**changed)
+
+    # Rewards after the cut reach a record before it only through a recursion (or a sum) that runs past the cut.
+    close(changed_after_the_cut("rewards")[: cut + 1], before[: cut + 1],
+          f"advantages up to the trace cut at t={cut} changed when only the rewards after it changed: the "
+          "recursion continues past the cut; every trace cut must stop it, not only terminated")
+    close(changed_after_the_cut("rewards", "values", "next_values")[: cut + 1], before[: cut + 1],
+          f"advantages up to the trace cut at t={cut} changed when values and next_values after it changed (the "
+          f"rewards after it alone change nothing): a record reads V(s_t+1) from next_values[t] only, never from "
+          f"a later record; for example, values[t + 1] at the cut is values[{cut + 1}], the next episode's")
 
 
 @given(batch=gae_batches(), record=st.integers(0, 100), noise=floats(1.0, 50))
@@ -106,8 +166,8 @@ def test_next_values_at_terminated_records_never_matter(impl, batch, record, noi
     changed = dict(batch, next_values=np.where(batch["terminated"], batch["next_values"] + noise,
                                                batch["next_values"]))
     close(impl.gae_advantages(**changed), impl.gae_advantages(**batch),
-          "next_values at a terminated record changed the advantages: a terminal state has no future value, "
-          "so a terminated record must not bootstrap")
+          "changing next_values only at terminated records changed the advantages: a terminal state has no "
+          "future value, so a terminated record must not bootstrap (δ_t = r_t - V(s_t) there)")
 
 
 @given(batch=gae_batches(), record=st.integers(0, 100), gamma=st.floats(0.1, 1.0), noise=floats(1.0, 50))
@@ -127,11 +187,13 @@ def test_a_truncated_record_bootstraps_from_next_values(impl, batch, record, gam
 @given(batch=gae_batches(time_major=True))
 def test_time_major_batches_equal_their_columns(impl, batch):
     together = impl.gae_advantages(**batch)
-    assert together.shape == batch["rewards"].shape, "a [T, N] batch gives [T, N] advantages"
+    assert together.shape == batch["rewards"].shape, (
+        f"a [T, N] batch gives [T, N] advantages: {batch['rewards'].shape} in, {together.shape} out")
     for n in range(batch["rewards"].shape[1]):
         column = {key: value[:, n] if isinstance(value, np.ndarray) else value for key, value in batch.items()}
         close(together[:, n], impl.gae_advantages(**column),
-              "each column of a time-major [T, N] batch is its own environment: run the recursion over axis 0")
+              f"column {n} of a time-major [T, N] batch differs from the same records passed alone as [T]: each "
+              "column is its own environment, and time is axis 0")
 
 
 @given(batch=gae_batches())
@@ -142,10 +204,11 @@ def test_torch_in_torch_out_with_gradients_and_inputs_untouched(impl, batch):
                    next_values=torch.tensor(batch["next_values"]),
                    terminated=torch.tensor(batch["terminated"]), trace_cuts=torch.tensor(batch["trace_cuts"]))
     advantages = impl.gae_advantages(**tensors)
-    assert isinstance(advantages, torch.Tensor), "a tensor in must give a tensor out"
+    assert isinstance(advantages, torch.Tensor), f"a tensor in must give a tensor out; got {type(advantages).__name__}"
     close(advantages.detach().numpy(), impl.gae_advantages(**batch), "tensor and NumPy inputs must agree")
+    assert_differentiable(advantages, "the advantages of tensor input", "values")
     advantages.sum().backward()
-    assert values.grad is not None, "keep autograd: build the result out of place from the inputs"
+    gradient(values, "values")  # a readable failure when no gradient reached values
     for key, value in originals.items():
         np.testing.assert_array_equal(batch[key], value, err_msg=f"{key} was changed in place")
 

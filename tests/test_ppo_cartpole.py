@@ -23,6 +23,7 @@ from kata.rl.networks import SGD
 from kata.rl.ppo import RolloutBatch, profile_config
 from kata.testing.training import ppo_smoke_verdict
 from kata.testing.strategies import bootstrap_cases, minibatch_layouts, rollout_flags
+from tests.assertions import which_reading
 
 pytestmark = pytest.mark.ppo_cartpole
 
@@ -34,15 +35,20 @@ pytestmark = pytest.mark.ppo_cartpole
 def test_masks_for_every_flag_combination(impl, flags):
     terminated, truncated = flags["terminated"], flags["truncated"]
     bootstrap_mask, trace_cuts = impl.gae_masks(terminated, truncated)
-    assert isinstance(trace_cuts, np.ndarray), "NumPy in must give NumPy out"
-    np.testing.assert_array_equal(bootstrap_mask, terminated,
-                                  err_msg="only a real terminal forbids bootstrapping: truncation by the time "
-                                  "limit is not termination")
+    assert isinstance(trace_cuts, np.ndarray), f"NumPy in must give NumPy out; got {type(trace_cuts).__name__}"
+    np.testing.assert_array_equal(
+        bootstrap_mask, terminated, err_msg="the bootstrap mask is terminated: only a real terminal forbids "
+        "bootstrapping" + which_reading(bootstrap_mask, terminated, {
+            "terminated or truncated: a time limit treated as termination": terminated | truncated,
+            "not terminated: the steps that may bootstrap, where the mask marks those that may not": ~terminated}))
     buffer_end = np.zeros_like(terminated)
     buffer_end[-1] = True
-    np.testing.assert_array_equal(trace_cuts, terminated | truncated | buffer_end,
-                                  err_msg="the trace is cut by termination, by truncation and by the rollout "
-                                  "buffer's last step, and nowhere else")
+    cuts = terminated | truncated | buffer_end
+    np.testing.assert_array_equal(
+        trace_cuts, cuts, err_msg="the trace is cut by termination, by truncation and by the rollout buffer's last "
+        "step, and nowhere else" + which_reading(trace_cuts, cuts, {
+            "terminated or truncated, without the buffer's last step": terminated | truncated,
+            "terminated or the buffer's last step, without truncation": terminated | buffer_end}))
 
 
 def test_masks_keep_tensors_and_do_not_touch_inputs(impl):
@@ -84,15 +90,29 @@ def expected_next_values(values, final_values, last_values, terminated, truncate
 
 @given(case=bootstrap_cases())
 def test_bootstrap_values(impl, case):
-    next_values = impl.bootstrap_values(**case)
+    next_values = np.asarray(impl.bootstrap_values(**case))
     expected = expected_next_values(**case)
+    assert next_values.shape == expected.shape, (
+        f"next_values has the shape of values, {expected.shape}; got {next_values.shape}")
     done = case["terminated"] | case["truncated"]
-    np.testing.assert_array_equal(next_values[done], expected[done],
-                                  err_msg="where an episode ended, V(s_{t+1}) is V(final observation): the "
-                                  "stored next observation is already the next episode's reset observation")
-    np.testing.assert_array_equal(next_values[~done], expected[~done],
-                                  err_msg="inside an episode V(s_{t+1}) is the next record's value, and after "
-                                  "the buffer's last step it is last_values")
+    following = np.concatenate([case["values"][1:], np.asarray(case["last_values"])[None]])
+    for where, rule in (
+        (done, "where an episode ended, V(s_{t+1}) is final_values[t], V(final observation): the stored next "
+               "observation is already the next episode's reset observation"),
+        (~done, "inside an episode V(s_{t+1}) is the next record's value values[t + 1], and after the buffer's "
+                "last step it is last_values"),
+    ):
+        wrong = where & (next_values != expected)
+        if wrong.any():
+            record = tuple(int(i) for i in np.argwhere(wrong)[0])
+            sources = {"final_values[t]": case["final_values"][record], "values[t]": case["values"][record],
+                       "values[t + 1] (last_values after the buffer's end)": following[record]}
+            equal = [name for name, value in sources.items() if value == next_values[record]]
+            raise AssertionError(
+                f"record {list(record)} (terminated {bool(case['terminated'][record])}, truncated "
+                f"{bool(case['truncated'][record])}): found the next value {next_values[record]:.6g}, expected "
+                f"{expected[record]:.6g}" + (f"; the value found is {' and '.join(equal)}" if equal else "")
+                + f"; {rule}")
 
 
 def test_a_truncated_step_bootstraps_from_its_final_observation(impl):
@@ -115,9 +135,14 @@ def test_each_sample_once_per_epoch(impl, layout):
     generator = torch.Generator().manual_seed(seed)
     minibatches = impl.minibatch_indices(batch_size, minibatch_size, generator)
     sizes = [len(m) for m in minibatches]
-    assert sorted(torch.cat(minibatches).tolist()) == list(range(batch_size)), (
-        "one epoch must use every sample exactly once: a permutation cut into minibatches, not draws with "
-        "replacement")
+    used = sorted(torch.cat(minibatches).tolist())
+    repeated = sorted({i for i in used if used.count(i) > 1})
+    missing = sorted(set(range(batch_size)) - set(used))
+    outside = sorted(set(used) - set(range(batch_size)))
+    assert used == list(range(batch_size)), (
+        f"one epoch must use every index of range({batch_size}) exactly once, a permutation cut into minibatches; "
+        f"repeated: {repeated[:10]}, missing: {missing[:10]}, out of range: {outside[:10]} (for example, draws "
+        "with replacement repeat some indices and skip others)")
     assert all(size == minibatch_size for size in sizes[:-1]) and 1 <= sizes[-1] <= minibatch_size, (
         f"minibatch sizes {sizes} for minibatch_size {minibatch_size}: every minibatch full but the last, which "
         "holds the remainder")
@@ -187,9 +212,13 @@ class SpySGD(SGD):
         return super().step()
 
 
-def test_every_sample_once_per_epoch_inside_the_update(impl):
+SPIED = dict(size=21, epochs=4, minibatch=5)
+
+
+def epoch_orders(impl) -> list[list[int]]:
+    """The samples each epoch of one update visits, in the order it visits them (seen by a spy actor)."""
     actor, critic = networks()
-    size, epochs, minibatch = 21, 4, 5
+    size, epochs, minibatch = SPIED["size"], SPIED["epochs"], SPIED["minibatch"]
     observations = torch.zeros(size, 4)
     observations[:, 0] = torch.arange(size, dtype=torch.float32)
     batch = make_batch(actor, critic, size, observations=observations)
@@ -199,10 +228,29 @@ def test_every_sample_once_per_epoch_inside_the_update(impl):
                     **{**UPDATE, "epochs": epochs, "minibatch_size": minibatch})
     per_epoch = math.ceil(size / minibatch)
     assert len(spy.seen) == epochs * per_epoch, (
-        f"{epochs} epochs of {per_epoch} minibatches must call the actor {epochs * per_epoch} times with gradient")
-    for epoch in range(epochs):
-        used = sorted(i for call in spy.seen[epoch * per_epoch:(epoch + 1) * per_epoch] for i in call)
-        assert used == list(range(size)), f"epoch {epoch} repeated or skipped samples: {used}"
+        f"{epochs} epochs of {per_epoch} minibatches must call the actor {epochs * per_epoch} times with gradient; "
+        f"it was called {len(spy.seen)} times")
+    return [[i for call in spy.seen[epoch * per_epoch:(epoch + 1) * per_epoch] for i in call]
+            for epoch in range(epochs)]
+
+
+def test_every_sample_once_per_epoch_inside_the_update(impl):
+    for epoch, order in enumerate(epoch_orders(impl)):
+        used = sorted(order)
+        assert used == list(range(SPIED["size"])), f"epoch {epoch} repeated or skipped samples: {used}"
+
+
+def test_each_epoch_of_the_update_draws_a_fresh_permutation(impl):
+    # A uniform shuffle of 21 samples repeats one of 4 epochs' orders with probability at most C(4, 2) / 21! < 1.2e-19:
+    # a valid implementation, whatever its random stream, fails this check with negligible probability.
+    orders = epoch_orders(impl)
+    for later in range(1, len(orders)):
+        for earlier in range(later):
+            assert orders[later] != orders[earlier], (
+                f"epochs {earlier} and {later} of the update visited the {SPIED['size']} samples in the same order: "
+                "each epoch draws a fresh permutation, and two epochs of a uniform shuffle share an order with "
+                f"probability 1 / {SPIED['size']}!; the order: {orders[later]}"
+            )
 
 
 def test_old_log_probs_and_values_stay_frozen(impl):
@@ -214,7 +262,8 @@ def test_old_log_probs_and_values_stay_frozen(impl):
                                   **{**UPDATE, "epochs": 4})
     for name, before, after in zip(RolloutBatch._fields, saved, batch):
         assert torch.equal(before, after), f"batch.{name} changed: the update must treat the rollout as data"
-    assert diagnostics["approx_kl"] > 0.0, "after four epochs the policy must have moved away from the old one"
+    assert diagnostics["approx_kl"] > 0.0, (
+        f"after four epochs the policy must have moved away from the old one; approx_kl is {diagnostics['approx_kl']}")
 
 
 def test_the_clip_stops_the_policy_where_the_ratio_leaves_the_interval(impl):
@@ -232,9 +281,18 @@ def test_the_clip_stops_the_policy_where_the_ratio_leaves_the_interval(impl):
                     generator=torch.Generator().manual_seed(0), **critic_optimizer_free)
     with torch.no_grad():
         ratio = float(torch.exp(action_log_probs(actor(batch.observations), batch.actions) - batch.old_log_probs)[0])
-    assert 1.0 + epsilon <= ratio < 1.0 + 2 * epsilon, (
-        f"the ratio ended at {ratio:.3f}: it must pass 1 + eps (the policy learns) and then stop (the clip binds "
-        "against the frozen old log-probs, which must not be recomputed inside the update)")
+    assert ratio != 1.0, (
+        "the ratio ended at exactly 1: 60 steps on one state and action with advantage 1 (c_v = 0) left the policy "
+        "where it was, so no gradient of the policy loss reached the actor")
+    assert ratio >= 1.0 + epsilon, (
+        f"the ratio ended at {ratio:.3f} < 1 + eps = {1 + epsilon}: 60 steps with advantage 1 must push it past "
+        "1 + eps (the policy learns) before the clip stops it; for example, a policy loss that is scaled down, "
+        "sign-flipped or only partly in the loss moves it too little or the wrong way")
+    assert ratio < 1.0 + 2 * epsilon, (
+        f"the ratio ended at {ratio:.3f} >= 1 + 2 eps = {1 + 2 * epsilon}: once r > 1 + eps against the batch's "
+        "old log-probs the clip binds and the policy gradient is zero, so the policy must stop near 1 + eps; for "
+        "example, old log-probs recomputed inside the update keep the ratio at 1 in the loss, and the clip never "
+        "binds")
 
 
 def test_the_gradient_norm_is_clipped_before_each_step(impl):
@@ -249,7 +307,9 @@ def test_the_gradient_norm_is_clipped_before_each_step(impl):
     assert max(optimizer.norms) <= bound * (1 + 1e-4), (
         f"a step applied a gradient of norm {max(optimizer.norms):.3g} > max_grad_norm = {bound}: clip after "
         "backward() and before step()")
-    assert diagnostics["grad_norm"] > bound, "grad_norm reports the norm before clipping"
+    assert diagnostics["grad_norm"] > bound, (
+        f"grad_norm is {diagnostics['grad_norm']:.3g}, not above max_grad_norm = {bound}: it reports the norm "
+        "before clipping")
 
 
 def test_the_entropy_bonus_raises_entropy(impl):
@@ -268,9 +328,14 @@ def test_the_entropy_bonus_raises_entropy(impl):
     optimizer = SGD(actor.parameters(), lr=0.1)
     impl.ppo_update(actor, critic, optimizer, batch, generator=torch.Generator().manual_seed(4),
                     **{**UPDATE, "entropy_coefficient": 0.5, "value_coefficient": 0.0, "max_grad_norm": 10.0})
-    assert entropy() > before + 1e-3, (
-        "with zero advantages the entropy bonus alone must raise the policy's entropy: the loss subtracts "
-        "c_e * entropy")
+    after = entropy()
+    assert after != before, (
+        f"with zero advantages and c_v = 0 the entropy bonus alone drives the actor, yet its entropy stayed "
+        f"{before:.6f}: no gradient of the entropy bonus reached the actor")
+    assert after > before + 1e-3, (
+        f"with zero advantages the entropy bonus alone must raise the policy's entropy; it went from {before:.6f} "
+        f"to {after:.6f}" + (": the bonus pushes it down, so its sign in the loss is flipped (the loss subtracts "
+                             "c_e * entropy)" if after < before else ""))
 
 
 def test_diagnostics_are_in_range(impl):
@@ -280,10 +345,13 @@ def test_diagnostics_are_in_range(impl):
     d = impl.ppo_update(actor, critic, optimizer, batch, generator=torch.Generator().manual_seed(5), **UPDATE)
     for key in ("policy_loss", "value_loss", "entropy", "approx_kl", "active_clip_fraction",
                 "ratio_outside_fraction", "grad_norm", "epochs_completed"):
-        assert isinstance(d[key], float) and math.isfinite(d[key]), f"{key} must be a finite float"
-    assert d["approx_kl"] >= 0.0, "the approximate KL must be the non-negative estimator"
+        assert isinstance(d[key], float) and math.isfinite(d[key]), (
+            f"{key} must be a finite float; got {d[key]!r} ({type(d[key]).__name__})")
+    assert d["approx_kl"] >= 0.0, f"approx_kl is {d['approx_kl']:.4g}: the approximate KL is never negative"
     assert 0.0 <= d["active_clip_fraction"] <= d["ratio_outside_fraction"] <= 1.0, (
-        "an active clip needs a ratio outside the interval: 0 <= active <= outside <= 1")
+        f"active_clip_fraction {d['active_clip_fraction']:.4g} and ratio_outside_fraction "
+        f"{d['ratio_outside_fraction']:.4g}: an active clip needs a ratio outside the interval, so 0 <= active <= "
+        "outside <= 1")
     assert 0.0 <= d["entropy"] <= math.log(2) + 1e-6, (
         f"entropy {d['entropy']:.4g}: two actions give an entropy between 0 and log 2")
     assert d["value_loss"] >= 0.0, f"value_loss {d['value_loss']:.4g}: a squared error is never negative"
@@ -297,7 +365,9 @@ def test_target_kl_stops_early(impl):
     optimizer = Adam([*actor.parameters(), *critic.parameters()], lr=5e-2)
     d = impl.ppo_update(actor, critic, optimizer, batch, generator=torch.Generator().manual_seed(6),
                         **{**UPDATE, "epochs": 10}, target_kl=1e-9)
-    assert d["epochs_completed"] == 1, "an epoch whose approximate KL exceeds target_kl must be the last"
+    assert d["epochs_completed"] == 1, (
+        f"epochs_completed is {d['epochs_completed']} with target_kl = 1e-9: the first epoch's approximate KL "
+        "exceeds it, and an epoch whose approximate KL exceeds target_kl must be the last")
     with pytest.raises(ValueError, match="max_grad_norm"):
         impl.ppo_update(actor, critic, optimizer, batch, generator=torch.Generator(), **{**UPDATE,
                         "max_grad_norm": 0.0})

@@ -14,9 +14,9 @@ from kata.testing.strategies import logits_and_ids, response_batches
 pytestmark = pytest.mark.response_masks
 
 
-def first_eos_after_prompt(row: np.ndarray, prompt_length: int, eos: int) -> int | None:
-    """Index of the first EOS at or after the prompt's end, by a plain loop (None if there is none)."""
-    for index in range(prompt_length, len(row)):
+def first_eos_after_prompt(row: np.ndarray, prompt_length: int, eos: int, start: int | None = None) -> int | None:
+    """Index of the first EOS at or after the prompt's end (or after ``start``), by a plain loop (None if none)."""
+    for index in range(prompt_length if start is None else start, len(row)):
         if row[index] == eos:
             return index
     return None
@@ -31,9 +31,13 @@ def last_non_pad(row: np.ndarray, prompt_length: int, pad: int) -> int:
     return last
 
 
-def expected_mask_row(row: np.ndarray, prompt_length: int, pad: int, eos: int, include_eos: bool) -> np.ndarray:
-    """The row's mask by the contract, by a plain loop: label column j is 1 when token j + 1 is a response token."""
-    end = first_eos_after_prompt(row, prompt_length, eos)
+def expected_mask_row(row: np.ndarray, prompt_length: int, pad: int, eos: int, include_eos: bool,
+                      eos_search_start: int | None = None) -> np.ndarray:
+    """The row's mask by the contract, by a plain loop: label column j is 1 when token j + 1 is a response token.
+
+    ``eos_search_start=0``: the misreading that searches the prompt for EOS too (then an EOS in the prompt ends the
+    response before it starts)."""
+    end = first_eos_after_prompt(row, prompt_length, eos, eos_search_start)
     last = last_non_pad(row, prompt_length, pad) if end is None else end - (0 if include_eos else 1)
     mask = np.zeros(len(row) - 1, dtype=np.int64)
     for index in range(prompt_length, last + 1):
@@ -42,9 +46,9 @@ def expected_mask_row(row: np.ndarray, prompt_length: int, pad: int, eos: int, i
 
 
 def _what_column_scores(row: np.ndarray, prompt_length: int, pad: int, eos: int, include_eos: bool,
-                        column: int, actual: int) -> str:
-    """What label column ``column`` scores and why it must be ``1 - actual``: the misconception behind a 0/1 that
-    differs from the contract."""
+                        column: int, actual: int, like_prompt_search: bool = False) -> str:
+    """What label column ``column`` scores and why it must be ``1 - actual``. ``like_prompt_search``: the row's whole
+    mask is the one an EOS search that starts inside the prompt gives, so that reading may be named."""
     index, token = column + 1, int(row[column + 1])
     end = first_eos_after_prompt(row, prompt_length, eos)
     scores = f"column {column} scores token {token} at index {index}"
@@ -70,9 +74,9 @@ def _what_column_scores(row: np.ndarray, prompt_length: int, pad: int, eos: int,
     # A response token (before the first EOS, or up to the last non-pad token when there is none).
     prompt_eos = [i for i in range(prompt_length) if row[i] == eos]
     hint = ""
-    if prompt_eos:
-        hint = (f"; the EOS at index {prompt_eos[0]} is inside the prompt and does not end the response: search for "
-                f"EOS only from index {prompt_length} on")
+    if prompt_eos and like_prompt_search:
+        hint = (f"; the row's mask is the one an EOS search from index 0 gives, but the EOS at index {prompt_eos[0]} "
+                f"is inside the prompt and does not end the response: EOS is searched from index {prompt_length} on")
     elif end is not None and row[index] == pad:
         hint = f"; token {token} equals pad_token_id but comes before the EOS at index {end}: it is not padding"
     return (f"{scores}, a response token (the response runs from index {prompt_length} to "
@@ -107,8 +111,11 @@ def mask_row_discrepancy(row: np.ndarray, prompt_length: int, pad: int, eos: int
         return (f"every one of the mask is one column {which}: label column j scores token j + 1, so the mask is "
                 "the response's token mask shifted onto the labels input_ids[:, 1:]"
                 + (" (is it aligned with input_ids[:, :-1]?)" if which == "late" else "") + f"; {facts}")
+    searched_prompt = expected_mask_row(row, prompt_length, pad, eos, include_eos, eos_search_start=0)
+    like_prompt_search = np.array_equal(actual, searched_prompt)
     reasons = [f"column {j} is {int(actual[j])}, expected {int(expected[j])}: "
-               + _what_column_scores(row, prompt_length, pad, eos, include_eos, int(j), int(actual[j]))
+               + _what_column_scores(row, prompt_length, pad, eos, include_eos, int(j), int(actual[j]),
+                                     like_prompt_search)
                for j in wrong[:2]]
     more = f" (and {wrong.size - 2} more columns differ)" if wrong.size > 2 else ""
     return "; ".join(reasons) + more + f"; {facts}"
@@ -266,10 +273,10 @@ def test_an_eos_inside_the_prompt_does_not_end_the_response(impl):
     ids = np.array([[1, 2, 7, 8, 2, 0]])
     mask = impl.response_token_mask(ids, np.array([2]), pad_token_id=0, eos_token_id=2, include_eos=True)
     assert_masks(mask, ids, np.array([2]), 0, 2, True,
-                 "the EOS at index 1 is part of the prompt: search for EOS only from index prompt_length on")
+                 "the EOS at index 1 is part of the prompt, and EOS is searched for from index prompt_length on")
     np.testing.assert_array_equal(
         mask, [[0, 1, 1, 1, 0]],
-        err_msg="the EOS at index 1 is part of the prompt: search for EOS only from index prompt_length on",
+        err_msg="the EOS at index 1 is part of the prompt, and EOS is searched for from index prompt_length on",
     )
 
 
@@ -338,9 +345,10 @@ def direct_token_log_probs(logits: np.ndarray, ids: np.ndarray) -> np.ndarray:
 def test_log_probs_at_column_j_score_token_j_plus_one(impl, pair):
     logits, ids = pair
     log_probs = impl.token_log_probs(logits, ids)
-    assert isinstance(log_probs, np.ndarray), "NumPy in must give NumPy out"
+    assert isinstance(log_probs, np.ndarray), f"NumPy in must give NumPy out; got {type(log_probs).__name__}"
     assert log_probs.shape == (ids.shape[0], ids.shape[1] - 1), (
-        "token log-probs are aligned with the labels input_ids[:, 1:]: T - 1 columns"
+        f"token log-probs are aligned with the labels input_ids[:, 1:]: T - 1 columns, shape "
+        f"{(ids.shape[0], ids.shape[1] - 1)}; got {log_probs.shape}"
     )
     expected = direct_token_log_probs(logits, ids)
     if np.allclose(log_probs, expected, rtol=1e-10, atol=1e-10):

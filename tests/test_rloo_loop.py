@@ -29,7 +29,7 @@ from kata.rl.sequence_task import (
     sequence_rewards,
 )
 from kata.testing.training import sequence_smoke_verdict
-from tests.assertions import plain
+from tests.assertions import assert_differentiable, plain, which_reading
 from kata.testing.strategies import prompt_major_rewards, sampling_cases, sequence_batches
 
 pytestmark = pytest.mark.rloo_loop
@@ -206,7 +206,8 @@ def test_sampling_stops_at_eos_and_pads_after_it(impl, case):
     assert isinstance(rows, np.ndarray), "NumPy prompts in must give NumPy rows out"
     np.testing.assert_array_equal(prompts, original, err_msg="the prompts were changed in place")
     assert rows.shape == (case["rows"], case["prompt_length"] + case["max_new_tokens"]), (
-        "rows must be [B, P + max_new_tokens]: every row is padded to the same length"
+        f"rows must be [B, P + max_new_tokens] = {(case['rows'], case['prompt_length'] + case['max_new_tokens'])}: "
+        f"every row is padded to the same length; got {rows.shape}"
     )
     np.testing.assert_array_equal(rows[:, : case["prompt_length"]], prompts, err_msg="the prompt must be kept")
     for row in rows[:, case["prompt_length"]:]:
@@ -231,13 +232,26 @@ def test_sampling_draws_each_token_from_the_models_next_token_distribution(impl)
     prompts = np.tile(np.array([[BOS_ID, PROMPT_TOKEN_IDS[1]]]), (count, 1))
     rows = impl.sample_responses(model, prompts, 2, generator=torch.Generator().manual_seed(11))
 
+    first_position = model.next_probabilities(0, BOS_ID)
+
     def check(tokens, probabilities, what):
         frequencies = np.bincount(tokens, minlength=VOCAB_SIZE) / len(tokens)
-        # Five standard errors of a frequency, sqrt(p(1-p)/n), plus one count.
-        tolerance = 5 * np.sqrt(probabilities * (1 - probabilities) / len(tokens)) + 1 / len(tokens)
-        assert np.all(np.abs(frequencies - probabilities) <= tolerance), (
-            f"{what}: sampled frequencies {np.round(frequencies, 3)} differ from softmax(model(ids)[:, -1]) = "
-            f"{np.round(probabilities, 3)}: sample from the LAST position's logits, through softmax"
+
+        def within(distribution):  # five standard errors of a frequency, sqrt(p(1-p)/n), plus one count
+            tolerance = 5 * np.sqrt(distribution * (1 - distribution) / len(tokens)) + 1 / len(tokens)
+            return bool(np.all(np.abs(frequencies - distribution) <= tolerance))
+
+        if within(probabilities):
+            return
+        if frequencies.max() == 1.0 and frequencies.argmax() == probabilities.argmax():
+            why = "every row drew the most probable token: that is argmax (greedy) decoding, not a sample"
+        elif within(first_position):
+            why = f"they match softmax(model(ids)[:, 0]) = {plain(first_position, 3)}, the first position's logits"
+        else:
+            why = "for example, logits taken at another position or not passed through softmax give other frequencies"
+        raise AssertionError(
+            f"{what}: sampled frequencies {plain(frequencies, 3)} differ from softmax(model(ids)[:, -1]) = "
+            f"{plain(probabilities, 3)}: {why}"
         )
 
     check(rows[:, 2], model.next_probabilities(1, PROMPT_TOKEN_IDS[1]), "first response token")
@@ -292,6 +306,21 @@ def test_sampling_rejects_bad_input(impl):
 # ---- grouped RLOO advantages -------------------------------------------------------------------------------------
 
 
+def rloo_readings(rewards: np.ndarray, group_size: int) -> dict[str, np.ndarray]:
+    """The advantages each common misreading of grouped RLOO gives: named only when they are the values found."""
+    groups = rewards.reshape(-1, group_size)
+    prompts = groups.shape[0]
+    readings = {
+        "r_i minus the mean of all G rewards, r_i included": (groups - groups.mean(axis=1, keepdims=True)).ravel(),
+        "r_i minus the other rewards' sum divided by G instead of G - 1":
+            (groups - (groups.sum(axis=1, keepdims=True) - groups) / group_size).ravel(),
+    }
+    if prompts > 1:  # groups gathered with a stride of `prompts` rows: rows k, k + prompts, ...
+        readings["RLOO over groups of rows k, k + P, k + 2P, ... (P prompts), which mix prompts"] = leave_one_out(
+            rewards.reshape(group_size, prompts).T.ravel(), group_size).reshape(prompts, group_size).T.ravel()
+    return readings
+
+
 @given(case=prompt_major_rewards())
 def test_rloo_advantages_sum_to_zero_within_every_prompt_group(impl, case):
     rewards, group_size = case
@@ -305,19 +334,20 @@ def test_rloo_advantages_sum_to_zero_within_every_prompt_group(impl, case):
     sums = advantages.reshape(-1, group_size).sum(axis=1)
     np.testing.assert_allclose(
         sums, 0.0, atol=1e-12 * (1 + np.abs(rewards).max()),
-        err_msg="the advantages of each prompt's group (consecutive rows k*G .. (k+1)*G - 1) must sum to zero: "
-        "groups must be formed within a prompt, never across prompts",
+        err_msg="the RLOO advantages of each prompt's group (consecutive rows k*G .. (k+1)*G - 1) must sum to zero"
+        + which_reading(advantages, leave_one_out(rewards, group_size), rloo_readings(rewards, group_size),
+                        rtol=1e-10, atol=1e-10, lead="; the advantages equal "),
     )
 
 
 @given(case=prompt_major_rewards())
 def test_each_rows_baseline_is_the_mean_of_the_other_rows_of_its_prompt(impl, case):
     rewards, group_size = case
+    found, expected = impl.group_rloo_advantages(rewards, group_size), leave_one_out(rewards, group_size)
     np.testing.assert_allclose(
-        impl.group_rloo_advantages(rewards, group_size), leave_one_out(rewards, group_size),
-        rtol=1e-10, atol=1e-10,
-        err_msg="A_i = r_i - mean of the OTHER G - 1 rewards of its prompt: the sample must not be in its own "
-        "baseline, and groups are consecutive rows",
+        found, expected, rtol=1e-10, atol=1e-10,
+        err_msg="A_i = r_i - mean of the OTHER G - 1 rewards of its prompt, whose group is G consecutive rows"
+        + which_reading(found, expected, rloo_readings(rewards, group_size), rtol=1e-10, atol=1e-10),
     )
 
 
@@ -357,9 +387,11 @@ def loss_and_gradient(impl, logits, batch, old_log_probs, advantages, reduction=
         logits, torch.as_tensor(batch["input_ids"]), torch.as_tensor(batch["prompt_lengths"]),
         old_log_probs, advantages, clip_epsilon, reduction,
     )
-    assert isinstance(loss, torch.Tensor) and loss.ndim == 0, "the loss is a 0-d tensor"
+    assert isinstance(loss, torch.Tensor) and loss.ndim == 0, (
+        f"the loss is a 0-d tensor; got {type(loss).__name__} of shape {tuple(np.shape(loss))}")
+    assert_differentiable(loss, "the loss of tensor logits", "logits")
     loss.backward()
-    return loss.detach(), logits.grad
+    return loss.detach(), torch.zeros_like(logits) if logits.grad is None else logits.grad
 
 
 @given(batch=sequence_batches(), seed=st.integers(0, 2**16), reduction=st.sampled_from(["token_mean",
@@ -548,8 +580,12 @@ def test_one_iteration_is_rloo_with_frozen_old_log_probs_and_clipped_token_steps
                                err_msg="the first epoch's loss: minus the token mean of the RLOO advantages")
     np.testing.assert_allclose(
         result.epoch_losses, losses, rtol=1e-4, atol=1e-6,
-        err_msg="later epochs differ from PPO on FROZEN old log-probs: compute them once, before the first "
-        "epoch, under torch.no_grad(), and reuse them in every epoch",
+        err_msg="the epochs' losses differ from PPO's with old log-probs frozen once before the first epoch, the "
+        "clipped token_mean loss and one optimizer step per epoch (the first epoch agrees)"
+        + which_reading(result.epoch_losses, losses, {
+            "the first epoch's loss at every epoch, as when the ratio is 1 at every epoch (old log-probs "
+            "recomputed with the current policy) or no step is taken": np.full(len(losses), losses[0])},
+            rtol=1e-4, atol=1e-6),
     )
     for (name, parameter), expected in zip(model.named_parameters(), reference.parameters()):
         np.testing.assert_allclose(
@@ -560,17 +596,25 @@ def test_one_iteration_is_rloo_with_frozen_old_log_probs_and_clipped_token_steps
 
 
 def test_the_ratio_leaves_one_after_the_first_epoch(impl):
-    result = run_iteration(impl, make_policy(seed=2, hidden_size=8), epochs=3)
+    model = make_policy(seed=2, hidden_size=8)
+    before = [parameter.detach().clone() for parameter in model.parameters()]
+    result = run_iteration(impl, model, epochs=3)
+    moved = any(not torch.equal(a, b.detach()) for a, b in zip(before, model.parameters()))
     mask = expected_mask(ITERATION_BATCH)
     advantages = leave_one_out(ITERATION_REWARDS, 3)
     first = -(mask * advantages[:, None]).sum() / mask.sum()
     np.testing.assert_allclose(result.epoch_losses[0], first, rtol=1e-5,
                                err_msg="at the first epoch every ratio is 1: the loss is -token_mean(A)")
+    assert moved, (
+        f"the model's parameters did not change in 3 epochs (losses {plain(result.epoch_losses)}): each epoch "
+        "takes one optimizer step on the loss")
     assert not np.allclose(result.epoch_losses[1:], result.epoch_losses[0], rtol=1e-6, atol=0), (
-        "every epoch's loss equals -token_mean(A): the ratio is stuck at 1, so the old log-probs are recomputed "
-        "with the current policy at each epoch instead of frozen before the first"
+        f"every epoch's loss is {plain(result.epoch_losses[0])} = -token_mean(A) although the parameters moved: the "
+        "ratio is 1 at every epoch, so the old log-probs are recomputed with the current policy instead of frozen "
+        "before the first"
     )
-    assert result.epoch_losses[-1] < result.epoch_losses[0], "the PPO epochs must lower the loss"
+    assert result.epoch_losses[-1] < result.epoch_losses[0], (
+        f"the PPO epochs must lower the loss; the epochs' losses are {plain(result.epoch_losses)}")
 
 
 def test_the_iteration_reports_advantages_mask_and_frozen_log_probs(impl):
@@ -584,7 +628,7 @@ def test_the_iteration_reports_advantages_mask_and_frozen_log_probs(impl):
                                  ppo_epochs=2, clip_epsilon=0.2)
     assert torch.equal(ids, ids_copy) and np.array_equal(rewards, ITERATION_REWARDS), "inputs changed in place"
     advantages = np.asarray(result.advantages)
-    assert advantages.dtype == np.float64, "advantages are reported as float64 NumPy"
+    assert advantages.dtype == np.float64, f"advantages are reported as float64 NumPy; got {advantages.dtype}"
     np.testing.assert_allclose(advantages, leave_one_out(ITERATION_REWARDS, 3), rtol=1e-12, atol=1e-12,
                                err_msg="advantages must be RLOO within each prompt's group")
     np.testing.assert_array_equal(
@@ -648,13 +692,14 @@ def test_a_seed_reproduces_the_run_bit_for_bit(impl):
         if key != "elapsed_seconds":
             np.testing.assert_array_equal(values, second["history"][key], err_msg=f"history[{key!r}] differs")
     assert torch.equal(first["first_batch"].input_ids, second["first_batch"].input_ids), (
-        "the same seed must sample the same first batch: draw from the generator you are given"
+        "two runs with the same seed sampled different first batches: every draw must come from the generator "
+        "the loop gives the sampler (for example, a draw from the global RNG differs from run to run)"
     )
     for (name, a), b in zip(first["model"].named_parameters(), second["model"].parameters()):
         assert torch.equal(a, b), f"{name} differs between two runs with the same seed"
     other = impl.train_tiny_sequence_policy(seed=4, **TINY)
     assert not torch.equal(first["first_batch"].input_ids, other["first_batch"].input_ids), (
-        "another seed sampled the same first batch: the sampler ignores its generator"
+        "another seed sampled the same first batch: the sampler's draws do not depend on its generator"
     )
 
 
@@ -674,7 +719,8 @@ def test_evaluation_uses_the_packages_sampler(impl):
                 )
             else:
                 assert row[position] == row_logits[position - 1].argmax(), (
-                    "greedy evaluation must take the argmax token at every step"
+                    f"row {row.tolist()}: position {position} holds {int(row[position])}, but greedy evaluation "
+                    f"takes the argmax token, {int(row_logits[position - 1].argmax())}, at every step"
                 )
     assert result["mean_reward"] == pytest.approx(float(np.mean(result["rewards"]))), (
         f"mean_reward {result['mean_reward']} must be the mean of the rewards, {plain(np.mean(result['rewards']))}"

@@ -10,7 +10,7 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tests.assertions import plain
+from tests.assertions import assert_differentiable, gradient, plain, which_reading
 from kata.testing.strategies import MASKED_EXTREMES, seeds, token_objective_batches
 
 pytestmark = pytest.mark.token_objectives
@@ -94,9 +94,13 @@ def test_seed_example(impl):
         err_msg="response tokens carry exp(new - old); prompt and padding columns carry exactly 1",
     )
     masked = SEED_BATCH["mask"] == 0
+    row_advantages = np.broadcast_to(SEED_BATCH["advantages"][:, None], masked.shape)[masked]
     assert np.all(pessimistic[masked] == 0.0), (
         f"prompt and padding terms must be exactly 0; the pessimistic terms there are {plain(pessimistic[masked])}: "
-        "a row's advantage applies only at its response tokens (mask the terms, do not only mask the ratio)"
+        "a row's advantage applies only at its response tokens"
+        + which_reading(pessimistic[masked], np.zeros(masked.sum()), {
+            "each row's advantage times ratio 1: the ratio is masked there but the advantage is kept":
+                row_advantages}, lead="; they equal ")
     )
     arguments = {k: SEED_BATCH[k] for k in ("new_log_probs", "old_log_probs", "mask")}
     token_log_ratios = SEED_BATCH["new_log_probs"] - SEED_BATCH["old_log_probs"]
@@ -190,12 +194,13 @@ def test_values_at_masked_positions_change_nothing(impl, batch, extremes_seed):
                      else None)
             raise AssertionError(
                 f"{name} is {plain(a)}, NaN before any extreme value is written (response lengths "
-                f"{plain(lengths)})" + (f": {empty}, and an empty response must contribute 0, never 0 / 0 "
-                                        "(divide by max(n, 1), or select the non-empty rows)" if empty else "")
+                f"{plain(lengths)})" + (f": {empty}, and an empty response must contribute 0, never NaN (for "
+                                        "example, 0 / 0 from dividing its sum by n = 0)" if empty else "")
             )
         assert not np.isnan(b).any(), (
             f"{name} is {plain(b)} when masked positions hold extremes like +-1e4 (it is {plain(a)} without them): "
-            "the mask must select before exp, since exp overflows to inf there and 0 * inf is NaN"
+            "values at masked positions reach the computation; for example, masking after exp overflows to inf "
+            "there, and 0 * inf is NaN, where selecting with the mask before exp never sees them"
         )
         np.testing.assert_array_equal(
             b, a, err_msg=f"{name} changed when only values at masked positions (prompt, padding) changed",
@@ -228,7 +233,9 @@ def test_masked_positions_get_no_gradient(impl, batch, extremes_seed, reduction)
 def test_gradient_is_ppos_at_each_response_token(impl, batch, reduction):
     new = torch.tensor(batch["new_log_probs"], requires_grad=True)
     arguments = dict(batch, new_log_probs=new)
-    impl.masked_token_ppo_objective(**arguments, reduction=reduction).backward()
+    value = impl.masked_token_ppo_objective(**arguments, reduction=reduction)
+    assert_differentiable(value, f"the {reduction} objective of tensor log-probabilities", "new_log_probs")
+    value.backward()
     ratio = expected_terms(batch)[0]
     advantages = batch["advantages"][:, None] * np.ones_like(ratio)
     epsilon = batch["clip_epsilon"]
@@ -237,11 +244,13 @@ def test_gradient_is_ppos_at_each_response_token(impl, batch, reduction):
     weight = {"token_mean": 1.0 / batch["mask"].sum(), "sequence_mean": 1.0 / (len(ratio) * lengths),
               "sequence_sum_mean": 1.0 / len(ratio)}[reduction]
     expected = np.where((batch["mask"] == 1) & ~binds, ratio * advantages * weight, 0.0)
+    found = gradient(new, "new_log_probs")
     np.testing.assert_allclose(
-        new.grad.numpy(), expected, rtol=1e-9, atol=1e-12,
+        found, expected, rtol=1e-9, atol=1e-12,
         err_msg=f"{reduction}: d objective / d new_log_prob must be ratio * A * (the token's weight) where the clip "
-        "does not bind and 0 where it does: the objective is to be MAXIMISED (a loss is its negative), and the "
-        "advantages and old log-probs are constants",
+        "does not bind and 0 where it does (the advantages and old log-probs are constants)"
+        + which_reading(found, expected, {"its negative: the loss's gradient, where the objective to maximise is "
+                                          "documented": -expected}, atol=1e-12),
     )
 
 
@@ -251,20 +260,30 @@ def test_gradient_is_ppos_at_each_response_token(impl, batch, reduction):
 @given(batch=token_objective_batches())
 def test_each_reduction_matches_its_formula(impl, batch):
     sums, lengths = per_row(batch)
+    rows, width = batch["mask"].shape
+    token_mean = sums.sum() / max(lengths.sum(), 1)
+    sequence_mean = np.mean(np.where(lengths > 0, sums / np.maximum(lengths, 1), 0.0))
+    found = {reduction: objective(impl, batch, reduction) for reduction in REDUCTIONS}
     np.testing.assert_allclose(
-        objective(impl, batch, "token_mean"), sums.sum() / max(lengths.sum(), 1), **TIGHT,
-        err_msg="token_mean = sum(m * l) / sum(m): every response token of the batch weighs the same; divide by "
-        "the number of response tokens, not the number of rows or of padded positions",
+        found["token_mean"], token_mean, **TIGHT,
+        err_msg="token_mean = sum(m * l) / sum(m): every response token of the batch weighs the same"
+        + which_reading(found["token_mean"], token_mean, {
+            "the sum divided by the number of rows B": sums.sum() / rows,
+            "the sum divided by every padded position B * L": sums.sum() / (rows * width),
+            "the objective's negative": -token_mean}),
     )
     np.testing.assert_allclose(
-        objective(impl, batch, "sequence_mean"), np.mean(np.where(lengths > 0, sums / np.maximum(lengths, 1), 0.0)),
-        **TIGHT,
-        err_msg="sequence_mean = mean over rows of (row sum / row's response length): divide each row by its own "
-        "response length, not the padded length; an empty row contributes 0 and still counts in B",
+        found["sequence_mean"], sequence_mean, **TIGHT,
+        err_msg="sequence_mean = mean over rows of (row sum / row's response length); an empty row contributes 0 "
+        "and still counts in B" + which_reading(found["sequence_mean"], sequence_mean, {
+            "each row divided by the padded length L": np.mean(sums / width),
+            "the token_mean": token_mean, "the objective's negative": -sequence_mean}),
     )
     np.testing.assert_allclose(
-        objective(impl, batch, "sequence_sum_mean"), sums.mean(), **TIGHT,
-        err_msg="sequence_sum_mean = mean over rows of each row's sum over its response tokens",
+        found["sequence_sum_mean"], sums.mean(), **TIGHT,
+        err_msg="sequence_sum_mean = mean over rows of each row's sum over its response tokens"
+        + which_reading(found["sequence_sum_mean"], sums.mean(), {"the sum over rows, not its mean": sums.sum(),
+                                                                  "the objective's negative": -sums.mean()}),
     )
 
 
@@ -369,10 +388,14 @@ def test_sequence_ratio_is_the_product_of_token_ratios(impl, batch):
     )
     token_ratios = expected_terms(batch)[0]
     product = np.array([np.prod(row) for row in token_ratios])
+    response = batch["mask"] == 1
+    counts = np.maximum(response.sum(axis=1), 1)
     np.testing.assert_allclose(
         ratio, product, rtol=1e-10,
-        err_msg="the response's probability ratio is the PRODUCT of its token ratios (not their mean), over "
-        "response tokens only",
+        err_msg="the response's probability ratio is the PRODUCT of its token ratios, over response tokens only"
+        + which_reading(ratio, product, {
+            "the mean of the token ratios": np.where(response, token_ratios, 0.0).sum(axis=1) / counts,
+            "exp of the mean token log-ratio": np.exp(np.log(token_ratios).sum(axis=1) / counts)}, rtol=1e-10),
     )
     response_sum = (np.where(batch["mask"] == 1, batch["new_log_probs"] - batch["old_log_probs"], 0.0)).sum(axis=1)
     np.testing.assert_allclose(
@@ -396,9 +419,9 @@ def test_sequence_ratio_is_computed_in_log_space(impl):
                                "4 * 250 = 1000")
     if not np.isclose(ratio[0], 1.0, rtol=1e-12, atol=0):
         raise AssertionError(
-            f"row 0's sequence ratio is {plain(ratio[0])}, expected exp(400 + 400 - 400 - 400) = 1: sum the token "
-            "log-ratios first and exponentiate once; a running product of the token ratios e^400 * e^400 overflows "
-            "to inf on the way"
+            f"row 0's sequence ratio is {plain(ratio[0])}, expected exp(400 + 400 - 400 - 400) = 1, each token "
+            "ratio being finite; for example, a running product of the token ratios overflows to inf at e^400 * "
+            "e^400, where summing the log-ratios first and exponentiating once does not"
         )
     assert ratio[1] == np.inf, (
         f"a log-ratio of 1000 is beyond float64: the ratio is inf (never NaN); got {plain(ratio[1])}"

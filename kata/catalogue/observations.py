@@ -12,7 +12,9 @@ A probe set (kata.catalogue.probes) pairs the cases drawn for one public functio
 - for the update functions (``ppo_update``, ``rloo_iteration``), on small seeded networks and a plain SGD
   optimizer: the returned diagnostics and every parameter after the update. Private helpers (``_minibatch_loss``,
   ``_clipped_step``) are probed through the public function that calls them; one whole-batch minibatch per epoch
-  makes the update independent of the shuffle's random stream.
+  makes the update independent of the shuffle's random stream. ``ppo_update``'s actor also records the samples
+  each epoch visits, observed as whether every epoch is a permutation of the batch and whether the epochs' orders
+  all differ: with 16 samples or more a uniform shuffle repeats an order with negligible probability.
 
 ``agree`` compares two observations within a probe set's tolerance.
 """
@@ -156,8 +158,33 @@ def sampled_responses(function: Callable[..., Any], case: dict) -> Observation:
     return np.array(ids.shape), np.array([np.array_equal(ids[:, :prompts.shape[1]], prompts), all(padded_after_eos)])
 
 
+class VisitRecorder(torch.nn.Module):
+    """The actor, recording which rows of ``observations`` each forward pass with gradient sees, in order."""
+
+    def __init__(self, actor: torch.nn.Module, observations: torch.Tensor) -> None:
+        super().__init__()
+        self.actor, self.observations = actor, observations
+        self.visits: list[int] = []
+
+    def forward(self, observations: torch.Tensor) -> torch.Tensor:
+        if torch.is_grad_enabled():
+            same = (observations.detach()[:, None, :] == self.observations[None, :, :]).all(dim=-1)
+            self.visits += [int(row.nonzero()[0]) if row.any() else -1 for row in same]
+        return self.actor(observations)
+
+
+def epoch_orders(visits: list[int], size: int, epochs: int) -> np.ndarray:
+    """Whether the visits are ``epochs`` permutations of ``range(size)`` one after another, and whether those orders
+    all differ from one another."""
+    blocks = [visits[e * size:(e + 1) * size] for e in range(epochs)]
+    permutations = len(visits) == size * epochs and all(sorted(b) == list(range(size)) for b in blocks)
+    distinct = permutations and len({tuple(b) for b in blocks}) == epochs
+    return np.array([permutations, distinct])
+
+
 def updated_networks(function: Callable[..., Any], case: dict) -> Observation:
-    """ppo_update on seeded networks, one whole-batch minibatch per epoch: diagnostics and parameters after."""
+    """ppo_update on seeded networks, one whole-batch minibatch per epoch: diagnostics and parameters after, and
+    what the epochs' orders of visiting the samples share with every valid shuffle (:func:`epoch_orders`)."""
     from kata.rl.networks import Actor, Critic, action_log_probs
     from kata.rl.networks import SGD
     from kata.rl.ppo import RolloutBatch
@@ -174,12 +201,14 @@ def updated_networks(function: Callable[..., Any], case: dict) -> Observation:
     batch = RolloutBatch(observations, actions, old_log_probs, old_values, advantages,
                          old_values + advantages + torch.randn(size, generator=generator))
     optimizer = SGD([*actor.parameters(), *critic.parameters()], lr=0.5)
+    recorder = VisitRecorder(actor, observations)
     diagnostics = function(
-        actor, critic, optimizer, batch, epochs=case["epochs"], minibatch_size=size, clip_epsilon=0.2,
+        recorder, critic, optimizer, batch, epochs=case["epochs"], minibatch_size=size, clip_epsilon=0.2,
         value_clip_epsilon=0.5, value_coefficient=0.5, entropy_coefficient=case["entropy_coefficient"],
         max_grad_norm=case["max_grad_norm"], generator=torch.Generator().manual_seed(case["seed"]))
     parameters = torch.cat([p.detach().reshape(-1) for p in (*actor.parameters(), *critic.parameters())])
-    return as_observation(diagnostics), as_observation(parameters)
+    return (as_observation(diagnostics), as_observation(parameters),
+            epoch_orders(recorder.visits, size, case["epochs"]))
 
 
 def iterated_policy(function: Callable[..., Any], case: dict) -> Observation:

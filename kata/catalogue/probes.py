@@ -163,6 +163,19 @@ def _overflowing_log_ratios() -> list[Any]:
                  mask=np.array([[1, 1, 1, 1, 0], [1, 1, 1, 1, 1]]))]
 
 
+def _clip_boundaries() -> list[Any]:
+    """Ratios at exactly 1 ± ε (exp(log r) == r for these r and ε in float64): neither clipped nor outside, since
+    both branches are equal there; and ratios beyond, on both sides of the interval, with advantages of both signs."""
+    cases = []
+    for epsilon, ratios, advantages in ((0.5, [1.5, 0.5, 2.0, 0.25, 1.0, 1.5, 0.5], [1, -1, 1, -1, 1, -1, 1]),
+                                        (0.25, [1.25, 0.75, 1.25, 0.75, 1.5, 0.5], [1, -1, -1, 1, 1, -1]),
+                                        (0.5, [[1.5, 1.5, 0.5], [0.5, 2.0, 1.0]], [[1, 2, -2], [-1, 3, -1]])):
+        new = np.log(np.array(ratios))
+        cases.append(dict(new_log_probs=new, old_log_probs=np.zeros_like(new),
+                          advantages=np.array(advantages, dtype=np.float64), clip_epsilon=epsilon))
+    return cases
+
+
 def _with_masked_extremes(case: dict, seed: int) -> dict:
     """The case with extreme log-probs (far beyond exp's range) at every masked position."""
     extremes = np.array(_strategies().MASKED_EXTREMES)
@@ -246,9 +259,12 @@ PROBE_SETS: tuple[ProbeSet, ...] = (
     ProbeSet("ppo_loss", "clipped_surrogate", _drawn("ppo_loss_cases"), guarded(values)),
     ProbeSet("approximate_kl", "clipped_surrogate",
              _drawn("ppo_batches", build=_pick("new_log_probs", "old_log_probs")), guarded(values)),
-    ProbeSet("active_clip_fraction", "clipped_surrogate", _drawn("ppo_batches"), guarded(values)),
+    ProbeSet("active_clip_fraction", "clipped_surrogate", _drawn("ppo_batches", extra=_clip_boundaries),
+             guarded(values)),
     ProbeSet("ratio_outside_fraction", "clipped_surrogate",
-             _drawn("ppo_batches", build=_pick("new_log_probs", "old_log_probs", "clip_epsilon")), guarded(values)),
+             _drawn("ppo_batches", build=_pick("new_log_probs", "old_log_probs", "clip_epsilon"),
+                    extra=lambda: [_pick("new_log_probs", "old_log_probs", "clip_epsilon")(case)
+                                   for case in _clip_boundaries()]), guarded(values)),
     # 5. ppo_cartpole
     ProbeSet("gae_masks", "ppo_cartpole", _drawn("rollout_flags"), guarded(values)),
     ProbeSet("bootstrap_values", "ppo_cartpole", _drawn("bootstrap_cases"), guarded(values)),

@@ -338,9 +338,10 @@ simulation_cases = st.fixed_dictionaries(dict(group_size=st.integers(2, 6), grou
 probe_minibatch_layouts = st.tuples(st.integers(8, 70), st.integers(1, 80), st.integers(0, 2**31 - 1))
 
 # ppo_update on seeded networks and batch (CartPole sizes): entropy bonus on or off, the gradient-norm clip binding
-# or not.
+# or not. At least 16 samples: a uniform shuffle repeats one of 3 epochs' orders with probability at most 3/16! < 2e-13,
+# so "every epoch's order differs" holds for every valid shuffle, whatever its random stream.
 update_cases = st.fixed_dictionaries(
-    dict(seed=st.integers(0, 2**16), size=st.integers(4, 24), epochs=st.integers(2, 3),
+    dict(seed=st.integers(0, 2**16), size=st.integers(16, 24), epochs=st.integers(2, 3),
          entropy_coefficient=st.sampled_from([0.05, 0.0]), max_grad_norm=st.sampled_from([0.05, 100.0]))
 )
 
