@@ -1,4 +1,4 @@
-"""The machine a benchmark ran on, in one line, for the figures README.md reports."""
+"""The machine a benchmark ran on, in one line, for the figures docs/benchmarks.md reports."""
 
 from __future__ import annotations
 

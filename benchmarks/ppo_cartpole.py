@@ -6,7 +6,7 @@
     python benchmarks/ppo_cartpole.py --threads            # also compare torch's default thread count with 1
     python benchmarks/ppo_cartpole.py --profile full --jobs 2   # seeds in two worker processes, one per core
 
-Targets (README.md, Benchmarks, the target column): smoke, per seed: greedy evaluation >= 475 at the end and over
+Targets (docs/benchmarks.md, the target column): smoke, per seed: greedy evaluation >= 475 at the end and over
 the last fifth of the run, within 30,000 environment steps and 6 s; full: every seed the same within 50,000 steps,
 60 s in all.
 The machine's load average is printed with the figures, since other work on a shared machine slows everything.

@@ -5,7 +5,7 @@
     python benchmarks/rloo_loop.py --impl exercises      # the student's functions
     python benchmarks/rloo_loop.py --evaluation-every 1  # finer resolution of "iterations to success" (slower)
 
-Target (README.md, Benchmarks, the target column): the smoke profile reaches exact-response success 1.0 within 10 s on
+Target (docs/benchmarks.md, the target column): the smoke profile reaches exact-response success 1.0 within 10 s on
 2 CPU cores. Success is measured on sampled responses (the profile's evaluation_samples per prompt, three prompts): an
 evaluation in which every sampled response is exact. Seconds count from the start of the run, evaluations included;
 CPU seconds are printed beside wall seconds because other work on a shared machine stretches the wall clock.

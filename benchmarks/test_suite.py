@@ -1,6 +1,6 @@
-"""Time the test suite on the reference: each concept under the `dev` profile (target: 3 s or less each, tests
-marked slow excluded) and the whole suite under `ci` (target: 60 s or less), as README.md runs it (`-n auto`) and in
-one process.
+"""Time the test suite on the reference: each concept under the `dev` profile (target: 3 s or less each, tests marked
+slow excluded) and the whole suite under `ci` (target: 60 s or less), as README.md's test command runs it (`-n auto`)
+and in one process.
 
     python benchmarks/test_suite.py [--skip-whole]
 

@@ -148,7 +148,8 @@ def ppo_update(
     is ``ppo_loss(clipped_policy_loss, clipped_value_loss, entropy)``; the gradient norm over all of the optimizer's
     parameters is clipped to ``max_grad_norm`` after ``backward()`` and before ``step()``. The batch's
     ``old_log_probs`` and ``old_values`` are the data the ratio and the value clip refer to: never recomputed, never
-    changed. After an epoch whose mean approximate KL exceeds ``target_kl`` (if given), no more epochs run.
+    changed. After an epoch whose mean approximate KL (each minibatch's, measured on the forward pass before its own
+    step) exceeds ``target_kl`` (if given), no more epochs run.
 
     Args:
         actor: observations ``[B, obs]`` -> logits ``[B, actions]``.

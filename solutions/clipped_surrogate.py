@@ -190,9 +190,13 @@ def approximate_kl(new_log_probs: ArrayLike, old_log_probs: ArrayLike) -> ArrayL
     ``mean(-log r)`` (k1), but every term is ``>= 0`` (since ``log r <= r - 1``) and 0 only where ``r = 1``: it
     cannot report a negative divergence, and it has lower variance when the policies are close.
 
+    ``old_log_probs`` is detached: gradient reaches ``new_log_probs`` only. So ``approximate_kl(ref_log_probs,
+    log_probs)`` has the value of the k3 estimate of ``KL(π ‖ π_ref)`` but sends no gradient to ``log_probs``: it is
+    a diagnostic, and cannot serve as a KL loss.
+
     Args:
         new_log_probs: ``log π_new(a|s)``, any shape, floating.
-        old_log_probs: ``log π_old(a|s)`` for the same samples, the same shape.
+        old_log_probs: ``log π_old(a|s)`` for the same samples, the same shape (detached: data, never trained).
 
     Returns:
         A scalar ``>= 0`` up to the rounding of ``r - 1`` (about 1e-16; see the module docstring); call

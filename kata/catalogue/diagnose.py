@@ -35,7 +35,8 @@ from kata.concepts.impl import (
     load,
 )
 from kata.concepts.manifest import CONCEPTS, Concept, catalogued_mistake, concept
-from kata.catalogue.probes import PROBES, Observation, ProbeSet, StubCalled, agree
+from kata.catalogue.observations import Observation, StubCalled, agree
+from kata.catalogue.probes import PROBES, ProbeSet
 from kata.concepts.arrays import torch_threads
 
 REFERENCE = "solutions"

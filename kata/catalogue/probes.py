@@ -21,10 +21,8 @@ from typing import Any
 
 import numpy as np
 
-from kata.catalogue.observations import (  # noqa: F401 - Observation, StubCalled, agree: kata.catalogue.diagnose's
+from kata.catalogue.observations import (
     Observation,
-    StubCalled,
-    agree,
     guarded,
     iterated_policy,
     minibatch_partition,

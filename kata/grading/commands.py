@@ -160,7 +160,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
             note in every report and a line on stderr say so, and grading goes on unsandboxed, with your rights
             (your files, the network); --no-sandbox asks for that: then grade untrusted code inside a container or
             a throwaway virtual machine. Either way the submitted code runs in the process that records its
-            results, so code written to cheat can still forge its own (README.md)."""))
+            results, so code written to cheat can still forge its own (docs/grading.md)."""))
     p.add_argument("submissions", nargs="*", metavar="SUBMISSION", help="folders to grade (default ./exercises)")
     p.add_argument("--json", metavar="FILE", help="write the JSON report to FILE")
     p.add_argument("--csv", metavar="FILE", help="write one CSV row per submission to FILE")

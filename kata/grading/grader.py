@@ -34,8 +34,8 @@ Robustness, in layers:
 5. Anything else that goes wrong with one submission becomes ``error`` for its concepts; the batch goes on
    (:mod:`kata.grading.batch`: ``grade_all`` and ``run_batch``).
 
-What one interpreter cannot stop: the submission runs in the same process as the tests and the plugin that
-records their results (unsandboxed, with the grader's rights too). README.md, "What grading does not protect against".
+What one interpreter cannot stop: the submission runs in the same process as the tests and the plugin that records their
+results (unsandboxed, with the grader's rights too). docs/grading.md, "What grading does not protect against".
 """
 
 from __future__ import annotations

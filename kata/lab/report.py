@@ -98,7 +98,7 @@ def _report_ppo(d: Mapping[str, Any]) -> list[str]:
         f"return (ceiling 500); a seed is solved when its final evaluation and every evaluation in the last fifth of "
         f"its steps reach {SOLVED_RETURN:g}: {d['solved_seeds']} of {len(d['seeds'])} seeds solved. "
         "A few seeds show the curve, not the rate: the fraction of 20 held-out seeds that solve and hold within the "
-        "profile's budget is measured by `benchmarks/training_robustness.py` (README.md, Benchmarks)."),
+        "profile's budget is measured by `benchmarks/training_robustness.py` (docs/benchmarks.md)."),
         "",
         ("| seed | final greedy return | environment steps | first steps at ≥ 475 | lowest return, last fifth "
         "| wall s |"),

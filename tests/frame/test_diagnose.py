@@ -19,7 +19,8 @@ import pytest
 from kata.catalogue import diagnose as diagnosis
 from kata.concepts.impl import REPOSITORY_ROOT, load
 from kata.concepts.manifest import CONCEPTS, concept
-from kata.catalogue.probes import PROBES, agree
+from kata.catalogue.observations import agree
+from kata.catalogue.probes import PROBES
 from kata.grading.diagnoses import diagnose_in_subprocess
 
 pytestmark = pytest.mark.frame
