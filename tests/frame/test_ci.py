@@ -50,3 +50,12 @@ def test_ci_installs_bubblewrap_and_requires_the_sandboxed_tests_to_run():
     assert "apt-get install -y bubblewrap" in run, ".ci/run installs bubblewrap when bwrap is missing"
     assert "export KATA_REQUIRE_SANDBOX=1" in run, (
         ".ci/run sets $KATA_REQUIRE_SANDBOX, so that a sandboxed test fails there instead of skipping")
+
+
+def test_readme_is_a_front_page_whose_links_lead_somewhere():
+    readme = (ROOT / "README.md").read_text()
+    assert len(readme) <= 12_000, (
+        f"README.md is a front page of at most 12,000 characters ({len(readme)}): reference material goes in docs/")
+    links = re.findall(r"\]\(([^)#:]+)(?:#[^)]*)?\)", readme)
+    missing = [link for link in links if not (ROOT / link).exists()]
+    assert links and not missing, f"every page README.md links is in the repository: missing {missing}"
