@@ -56,3 +56,12 @@ def largest_difference(actual, expected) -> float:
     a = np.asarray(actual.detach() if isinstance(actual, torch.Tensor) else actual, dtype=np.float64)
     e = np.asarray(expected.detach() if isinstance(expected, torch.Tensor) else expected, dtype=np.float64)
     return float(np.max(np.abs(a - e), initial=0.0))
+
+
+def reference_loss(reference, new, old, advantages, mask, epsilon, reduction: str) -> tuple[float, torch.Tensor]:
+    """The reference's token-level PPO loss (minus its objective) on these arrays, and its gradient in ``new``."""
+    leaf = tensor(new, grad=True)
+    loss = -reference.masked_token_ppo_objective(leaf, tensor(old), tensor(advantages), tensor(mask), epsilon,
+                                                 reduction)
+    loss.backward()
+    return float(loss.detach()), leaf.grad

@@ -23,7 +23,7 @@ from trl.trainer.rloo_config import RLOOConfig
 from trl.trainer.rloo_trainer import RLOOTrainer
 from trl.trainer.utils import entropy_from_logits, selective_log_softmax
 
-from .cases import cases, close, largest_difference, log_prob_pair, prefix_mask, tensor
+from .cases import cases, close, largest_difference, log_prob_pair, prefix_mask, reference_loss, tensor
 
 pytestmark = pytest.mark.parity
 
@@ -148,14 +148,6 @@ def grpo_loss(loss_type: str, new, old, advantages, mask, epsilon: float, *, bet
     return float(loss.detach()), leaf.grad, {name: values[-1] for name, values in metrics["train"].items()}
 
 
-def _reference_loss(reference, new, old, advantages, mask, epsilon, reduction: str):
-    leaf = tensor(new, grad=True)
-    loss = -reference.masked_token_ppo_objective(leaf, tensor(old), tensor(advantages), tensor(mask), epsilon,
-                                                 reduction)
-    loss.backward()
-    return float(loss.detach()), leaf.grad
-
-
 def _grpo_case(rng: np.random.Generator, empty: float = 0.2):
     rows, columns = int(rng.integers(1, 9)), int(rng.integers(1, 13))
     new, old = log_prob_pair(rng, (rows, columns), spread=0.3)
@@ -186,7 +178,7 @@ def test_grpo_loss_is_the_masked_token_objective_with_its_reduction(reference, l
         generation = int(mask.sum()) + int(rng.choice([0, 0, int(rng.integers(0, 40))]))
         loss, gradient, _ = grpo_loss(loss_type, new, old, advantages, mask, epsilon,
                                       max_completion_length=completion, generation_tokens=generation)
-        expected, expected_gradient = _reference_loss(reference, new, old, advantages, mask, epsilon, reduction)
+        expected, expected_gradient = reference_loss(reference, new, old, advantages, mask, epsilon, reduction)
         scale = factor(mask, completion, generation)
         worst = max(worst, abs(loss - scale * expected))
         assert close(loss, scale * expected), (

@@ -19,7 +19,7 @@ from verl.trainer.ppo import core_algos
 from verl.utils import torch_functional as verl_F
 from verl.workers.config import ActorConfig
 
-from .cases import cases, close, largest_difference, log_prob_pair, prefix_mask, tensor
+from .cases import cases, close, largest_difference, log_prob_pair, prefix_mask, reference_loss, tensor
 
 pytestmark = pytest.mark.parity
 
@@ -114,14 +114,6 @@ def _vanilla(new, old, advantages, mask, mode: str, config: ActorConfig):
     return float(loss.detach()), metrics, leaf.grad
 
 
-def _reference_loss(reference, new, old, advantages, mask, epsilon, reduction: str):
-    leaf = tensor(new, grad=True)
-    loss = -reference.masked_token_ppo_objective(leaf, tensor(old), tensor(advantages), tensor(mask), epsilon,
-                                                 reduction)
-    loss.backward()
-    return float(loss.detach()), leaf.grad
-
-
 def _mode_tolerance(mode: str, new, old, advantages, mask, epsilon: float) -> dict[str, float]:
     """seq-mean-token-mean divides each row by n + 1e-8: each row's mean moves by 1e-8 of itself, and a row's mean
     is at most max |A| · max(r, 1 + ε) in size; so does each gradient, elementwise."""
@@ -148,7 +140,7 @@ def test_vanilla_loss_with_the_global_batch_size_is_the_masked_token_objective(r
         rows, columns = mask.shape
         config = actor_config(epsilon, dp_size=1, batch_num_tokens=int(mask.sum()), global_batch_size=rows)
         loss, _, gradient = _vanilla(new, old, advantages, mask, mode, config)
-        expected, expected_gradient = _reference_loss(reference, new, old, advantages, mask, epsilon, reduction)
+        expected, expected_gradient = reference_loss(reference, new, old, advantages, mask, epsilon, reduction)
         scale = factor(rows, columns)
         tolerance = _mode_tolerance(mode, new, old, advantages, mask, epsilon)
         worst = max(worst, abs(loss - scale * expected))
@@ -176,7 +168,7 @@ def test_seq_mean_modes_without_the_global_batch_size_differ_exactly_on_batches_
         new = old + np.clip(new - old, -1.0, 1.0)
         rows, columns = mask.shape
         loss, _, _ = _vanilla(new, old, advantages, mask, mode, actor_config(epsilon))
-        expected, _ = _reference_loss(reference, new, old, advantages, mask, epsilon, reduction)
+        expected, _ = reference_loss(reference, new, old, advantages, mask, epsilon, reduction)
         expected *= factor(rows, columns)
         filled = int(mask.any(axis=1).sum())
         tolerance = _mode_tolerance(mode, new, old, advantages, mask, epsilon)
@@ -209,7 +201,7 @@ def test_token_mean_differs_only_on_a_batch_without_any_token(reference, ledger)
         for config in (actor_config(epsilon), actor_config(epsilon, dp_size=1, batch_num_tokens=0,
                                                            global_batch_size=mask.shape[0])):
             loss, _, _ = _vanilla(new, old, advantages, mask, "token-mean", config)
-            expected, _ = _reference_loss(reference, new, old, advantages, mask, epsilon, "token_mean")
+            expected, _ = reference_loss(reference, new, old, advantages, mask, epsilon, "token_mean")
             assert math.isnan(loss) and expected == 0.0, (
                 f"{label}: a batch without a token gives NaN in verl ({loss!r}) and 0 in the reference "
                 f"({expected!r})")
@@ -223,7 +215,7 @@ def test_the_guides_empty_row_example(reference):
     fallback, _, _ = _vanilla(zeros, zeros, advantages, mask, "seq-mean-token-mean", actor_config(0.2))
     passed, _, _ = _vanilla(zeros, zeros, advantages, mask, "seq-mean-token-mean",
                             actor_config(0.2, dp_size=1, batch_num_tokens=1, global_batch_size=2))
-    expected, _ = _reference_loss(reference, zeros, zeros, advantages, mask, 0.2, "sequence_mean")
+    expected, _ = reference_loss(reference, zeros, zeros, advantages, mask, 0.2, "sequence_mean")
     assert close(expected, -0.5), f"the reference gives {expected!r}"
     assert close(fallback, -1.0, rtol=2 * VERL_EPSILON), f"verl without the batch size gives {fallback!r}"
     assert close(passed, -0.5, rtol=2 * VERL_EPSILON), f"verl with the batch size gives {passed!r}"
@@ -243,7 +235,7 @@ def test_dual_clip_and_log_ratio_clamp_differ_exactly_where_they_act(reference, 
         if not mask.any():
             mask[0, 0] = 1.0
         loss, metrics, gradient = _vanilla(new, old, advantages, mask, "token-mean", actor_config(epsilon))
-        expected, expected_gradient = _reference_loss(reference, new, old, advantages, mask, epsilon, "token_mean")
+        expected, expected_gradient = reference_loss(reference, new, old, advantages, mask, epsilon, "token_mean")
         log_ratio, a = new - old, advantages[:, None]
         acts = mask.astype(bool) & (((a < 0) & (log_ratio > math.log(3.0))) | ((a > 0) & (log_ratio < -20.0)))
         same = np.isclose(gradient.numpy(), expected_gradient.numpy(), rtol=1e-9, atol=0.0)
@@ -306,7 +298,7 @@ def test_the_guides_dual_clip_example(reference):
     """GUIDE §4: one sequence with A = -1 and ratio e² on both tokens, ε = 0.2: 7.389 here, 3.0 in verl."""
     old, new, advantages, mask = np.zeros((1, 2)), np.full((1, 2), 2.0), np.array([-1.0]), np.ones((1, 2))
     loss, _, _ = _vanilla(new, old, advantages, mask, "token-mean", actor_config(0.2))
-    expected, _ = _reference_loss(reference, new, old, advantages, mask, 0.2, "token_mean")
+    expected, _ = reference_loss(reference, new, old, advantages, mask, 0.2, "token_mean")
     assert close(expected, math.exp(2.0)), f"the reference gives {expected!r}"
     assert close(loss, 3.0), f"verl gives {loss!r}"
 
