@@ -50,6 +50,11 @@ settings.load_profile(os.environ.get("KATA_HYPOTHESIS_PROFILE", "dev"))
 FRAME_MARKER = "frame"
 PARITY_MARKER = "parity"  # tests/parity: the reference against the libraries (docs/parity.md)
 SLOW_MARKER = "slow"
+# e2e: a test of the kata's tooling that runs it end to end in fresh interpreters (grading runs, the sandbox, the
+# autograder, watch, pytest started anew). Each costs seconds, together about four fifths of the whole run, and none
+# tests the reference: README's test command leaves them out, and `--e2e` (or an -m that names e2e) runs them, as CI
+# does.
+E2E_MARKER = "e2e"
 CONCEPT_MARKERS = tuple(concept.marker for concept in CONCEPTS)
 
 
@@ -79,6 +84,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", f"{PARITY_MARKER}: the reference against TRL, verl and SB3 (tests/parity)")
     config.addinivalue_line("markers", f"{SLOW_MARKER}: integration runs (training); -m 'not slow' skips them")
     config.addinivalue_line("markers", "lab: runs the lab end to end")
+    config.addinivalue_line("markers", f"{E2E_MARKER}: the tooling end to end in fresh interpreters; --e2e runs them")
     # `pytest -m gea` would deselect every test and say nothing: an -m that names no marker is a usage error.
     expression = config.option.markexpr or ""
     known = {line.split(":")[0].split("(")[0].strip() for line in config.getini("markers")}
@@ -99,6 +105,19 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         if len(set(owners)) != 1:
             raise pytest.UsageError(
                 f"{item.nodeid} must carry exactly one concept marker, 'frame' or 'parity'; has {owners}")
+        if item.get_closest_marker(E2E_MARKER) and owners != [FRAME_MARKER]:
+            # kata check and the grader select a concept's tests by its marker alone: an e2e one would go ungraded
+            raise pytest.UsageError(f"{item.nodeid}: only a test of the frame may carry '{E2E_MARKER}'; has {owners}")
+    if not end_to_end_wanted(config):
+        left_out = [item for item in items if item.get_closest_marker(E2E_MARKER)]
+        if left_out:
+            config.hook.pytest_deselected(items=left_out)
+            items[:] = [item for item in items if not item.get_closest_marker(E2E_MARKER)]
+
+
+def end_to_end_wanted(config: pytest.Config) -> bool:
+    """Whether the run includes the e2e tests: asked for by --e2e, or by an -m expression that names them."""
+    return config.getoption("--e2e") or E2E_MARKER in re.findall(r"[A-Za-z_]\w*", config.option.markexpr or "")
 
 
 def pytest_report_header(config: pytest.Config) -> str:
@@ -106,10 +125,12 @@ def pytest_report_header(config: pytest.Config) -> str:
     mistake = config.getoption("--mistake")
     variant = config.getoption("--variant")
     profile = settings._current_profile  # noqa: SLF001 - the profile's name is only kept here
-    return f"kata: implementation {spec}" + (f" with mistake {mistake}" if mistake else "") + (
-        f" with variant {variant}" if variant else "") + (
-        f" | hypothesis profile {profile}"
-    )
+    header = f"kata: implementation {spec}" + (f" with mistake {mistake}" if mistake else "") + (
+        f" with variant {variant}" if variant else "") + f" | hypothesis profile {profile}"
+    if (config.rootpath / "tests" / "frame").is_dir():  # the tooling's tests (a student edition has none)
+        header += " | tooling's end-to-end tests " + ("included" if end_to_end_wanted(config) else
+                                                     "left out (--e2e runs them)")
+    return header
 
 
 @pytest.fixture(scope="session")

@@ -1,4 +1,5 @@
-"""pytest plugin: the ``--impl``, ``--mistake`` and ``--variant`` options, known before pytest reads its arguments.
+"""pytest plugin: the ``--impl``, ``--mistake``, ``--variant`` and ``--e2e`` options, known before pytest reads its
+arguments.
 
 Installed as a ``pytest11`` entry point (``pip install -e .``, which requirements.txt does), and listed in the
 repository's ``conftest.py`` for a checkout that is not installed (there ``-p kata.testing.options`` loads it
@@ -45,6 +46,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--variant",
         default=None,
         help="with --impl solutions: replace one function by a valid variant from variants/ (concept/name)",
+    )
+    group.addoption(
+        "--e2e",
+        action="store_true",
+        help="also run the end-to-end tests of the kata's tooling (marked e2e: grading runs, the sandbox, the "
+        "autograder, watch, pytest in fresh interpreters), which a run leaves out otherwise; CI runs them",
     )
 
 

@@ -143,6 +143,7 @@ def kata(copy: Path, *arguments: str) -> subprocess.CompletedProcess[str]:
                           env=environment, timeout=300)
 
 
+@pytest.mark.e2e
 def test_a_new_concept_touches_at_most_eight_files_and_every_tool_takes_it_up(tmp_path):
     copy = tmp_path / "repository"
     copy.mkdir()

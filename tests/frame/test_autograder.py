@@ -22,7 +22,7 @@ from kata import cli
 from kata.concepts.impl import REPOSITORY_ROOT
 from kata.concepts.manifest import concept
 
-pytestmark = pytest.mark.frame
+pytestmark = [pytest.mark.frame, pytest.mark.e2e]
 
 CONCEPTS = ("reinforce", "baselines", "gae")
 TEST_FIELDS = {"name", "score", "max_score", "output", "visibility"}

@@ -38,11 +38,15 @@ def test_ci_runs_readmes_test_command_and_treats_no_tests_as_a_failure():
     run = (ROOT / ".ci" / "run").read_text()
     assert '"$status" -eq 5' in run and "exit 1" in run, (
         "`.ci/run` turns pytest's exit status 5 (no tests collected) into a failure (exit 1)")
-    for name in ("TESTS", "RELEASE_TESTS", "PARITY_TESTS"):
+    for name in ("TESTS", "E2E_TESTS", "RELEASE_TESTS", "PARITY_TESTS"):
         ci_variable(name)
         assert f'run_pytest "${name}"' in run, f".ci/run runs ${name} through the guard against exit 5"
     assert run.index('run_pytest "$TESTS"') < run.index('run_pytest "$PARITY_TESTS"'), (
         "the parity suite runs after the reference suite")
+    assert ci_variable("E2E_TESTS") == f"{ci_variable('TESTS')} -m e2e", (
+        "the end-to-end tests README's test command leaves out run in CI, on the same implementation and workers")
+    assert run.index("export KATA_REQUIRE_SANDBOX=1") < run.index('run_pytest "$E2E_TESTS"'), (
+        "the end-to-end tests of the sandbox run where it is required, so they fail rather than skip")
 
 
 def test_ci_installs_bubblewrap_and_requires_the_sandboxed_tests_to_run():

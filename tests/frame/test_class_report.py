@@ -84,6 +84,7 @@ def test_the_three_files(diagnosed, tmp_path):
     assert empty[2].stat().st_size > 0, "a class with no mistakes still gets a (non-empty) figure"
 
 
+@pytest.mark.e2e
 def test_the_grader_diagnoses_failed_concepts_and_the_report_counts_them(tmp_path):
     from kata.grading import grader as grade
 
@@ -110,6 +111,7 @@ for _place in (_Path(_kata.__file__).resolve().parent.parent / "tests", _Path(__
 '''
 
 
+@pytest.mark.e2e
 def test_a_diagnosed_submission_changes_neither_this_repository_nor_its_own_folder(tmp_path):
     """Diagnosis runs the submission's code: in throwaway copies, so what it writes beside ``kata`` or itself is lost
     with them. (It writes a marker, not over the tests, so that a regression cannot damage this checkout.)"""

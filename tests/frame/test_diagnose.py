@@ -200,6 +200,7 @@ def test_check_asks_for_a_diagnosis_only_of_a_started_module_and_prints_the_name
     assert commands.diagnosis_sentences(tmp_path / "missing.json") == [], "no diagnosis file prints nothing"
 
 
+@pytest.mark.e2e
 def test_the_plugin_diagnoses_a_failed_concept_in_the_test_process(tmp_path):
     report = tmp_path / "diagnosis.json"
     # One failure is enough (-x), and its smallest example is not needed (no shrinking): the diagnosis runs on the
@@ -215,6 +216,7 @@ def test_the_plugin_diagnoses_a_failed_concept_in_the_test_process(tmp_path):
         f"the plugin names the mistake the failed concept behaves like, in the student's sentence: {entry}")
 
 
+@pytest.mark.e2e
 def test_a_child_process_diagnoses_submitted_code():
     [found] = diagnose_in_subprocess("solutions", ["gae"], extra=("--mistake", "gae/lambda_not_applied"))
     completed = subprocess.run([sys.executable, "-m", "kata.catalogue.diagnose", "gae", "--impl", "solutions", "--json",

@@ -441,6 +441,7 @@ def process_tagged(tag: str) -> list[int]:
     return found
 
 
+@pytest.mark.e2e
 @pytest.mark.slow
 @pytest.mark.parametrize("sandboxed", [False, True], ids=["unsandboxed", "sandboxed"])
 def test_a_batch_of_broken_submissions_is_graded_concept_by_concept(tmp_path, monkeypatch, sandboxed):
@@ -567,6 +568,7 @@ def test_a_batch_of_broken_submissions_is_graded_concept_by_concept(tmp_path, mo
     assert "caf\\xe9" in (tmp_path / "grades.md").read_text(), "the markdown report shows the non-UTF-8 name escaped"
 
 
+@pytest.mark.e2e
 @pytest.mark.slow
 def test_limits_are_named_when_they_fire_and_sigterm_leaves_a_report_and_no_process(tmp_path):
     repository = mini_repository(tmp_path / "repository")
@@ -640,6 +642,7 @@ def _descendants(pid: int) -> list[int]:
 # ---- the kata command on the real tests --------------------------------------------------------------------------
 
 
+@pytest.mark.e2e
 @pytest.mark.slow
 def test_kata_grade_on_copies_of_the_reference_and_the_stubs(tmp_path):
     subs = tmp_path / "submissions"

@@ -106,6 +106,7 @@ def test_a_mistake_is_bound_everywhere_in_a_private_copy():
         implementations.load("solutions", mistake="gae/no_such_mistake")
 
 
+@pytest.mark.e2e
 def test_pytest_impl_path_runs_the_tests_on_a_folder(tmp_path):
     submission = copy_of_solutions(tmp_path / "student-7")
     completed = subprocess.run(
@@ -148,6 +149,7 @@ def test_an_implementation_spec_is_checked_without_importing_it(tmp_path):
     assert problem("solutions", mistake="gae/lambda_not_applied") is None, "a catalogued mistake is fine"
 
 
+@pytest.mark.e2e
 def test_readme_form_pytest_impl_folder_outside_the_repository(tmp_path):
     """README's `pytest --impl ~/submissions/student-7`: no test path, the folder outside the repository."""
     from importlib.metadata import entry_points
@@ -278,6 +280,7 @@ def written_against_the_old_paths(destination: Path) -> Path:
     return destination
 
 
+@pytest.mark.e2e
 def test_a_file_written_against_the_old_import_paths_still_imports_and_passes(tmp_path):
     folder = written_against_the_old_paths(tmp_path / "written-before-the-move")
     text = (folder / "ppo_cartpole.py").read_text()
@@ -292,6 +295,7 @@ def test_a_file_written_against_the_old_import_paths_still_imports_and_passes(tm
         f"the reference written against the old import paths passes its tests: {completed.stdout[-2000:]}")
 
 
+@pytest.mark.e2e
 def test_pytest_started_outside_the_repository_runs_the_kata_tests_from_it(tmp_path):
     submissions = tmp_path / "submissions"
     copy_of_solutions(submissions / "student-7")
@@ -305,9 +309,27 @@ def test_pytest_started_outside_the_repository_runs_the_kata_tests_from_it(tmp_p
         f"the run says in one line where its tests come from: {completed.stderr[-500:]}")
 
 
+@pytest.mark.e2e
 def test_a_misspelt_marker_is_an_error_that_names_the_markers():
     completed = subprocess.run([sys.executable, "-m", "pytest", "-m", "gea and not slow", "-q", "--co",
                                 "-p", "no:cacheprovider"], cwd=ROOT, capture_output=True, text=True, timeout=300)
     output = completed.stdout + completed.stderr
     assert completed.returncode == 4 and "no test is marked gea" in output and "gae" in output, (
         f"`pytest -m gea` stops in one line naming the known markers, instead of deselecting everything: {output}")
+
+
+@pytest.mark.e2e
+def test_the_end_to_end_tests_run_only_when_asked_and_never_carry_a_concept():
+    def collected(*arguments: str) -> set[str]:
+        completed = subprocess.run([sys.executable, "-m", "pytest", "--impl", "solutions", "--co", "-q",
+                                    "-p", "no:cacheprovider", *arguments], cwd=ROOT, capture_output=True, text=True,
+                                   timeout=300)
+        assert completed.returncode == 0, f"collection of {arguments} failed: {completed.stdout[-1500:]}"
+        return {line for line in completed.stdout.splitlines() if "::" in line}
+
+    every, default, only = collected("--e2e"), collected(), collected("-m", "e2e")
+    assert only and default.isdisjoint(only) and default | only == every, (
+        f"README's test command leaves out exactly the {len(only)} e2e tests, and --e2e adds them back: "
+        f"{len(default)} + {len(only)} of {len(every)}")
+    assert all(node.startswith("tests/frame/") for node in only), (
+        f"only the frame's tests are end to end; a concept's would go ungraded: {sorted(only)[:3]}")

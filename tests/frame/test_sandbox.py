@@ -242,6 +242,7 @@ def test_a_repository_inside_a_system_folder_is_covered_and_its_virtual_environm
 # ---- submissions that try to escape ------------------------------------------------------------------------------
 
 
+@pytest.mark.e2e
 @pytest.mark.slow
 def test_a_submission_that_tries_every_escape_gets_every_point_sandboxed_and_leaks_unsandboxed(tmp_path, targets):
     sandbox_works()
@@ -280,6 +281,7 @@ def test_a_submission_that_tries_every_escape_gets_every_point_sandboxed_and_lea
     assert targets.secret.read_text().encode() in targets.listener.received, "unsandboxed, the secret reaches 127.0.0.1"
 
 
+@pytest.mark.e2e
 @pytest.mark.slow
 def test_kata_grade_sandboxes_the_tests_and_the_diagnosis_of_a_submission_that_tries_to_escape(tmp_path, targets):
     """The real tests and the diagnosis, through the command: the escapes run in the baselines tests' run and, in a
@@ -324,6 +326,7 @@ exit 1
 """
 
 
+@pytest.mark.e2e
 @pytest.mark.slow
 @pytest.mark.parametrize("case", ["missing", "failing", "no_sandbox"])
 def test_without_a_working_bwrap_grading_goes_on_and_says_so_in_one_line(tmp_path, monkeypatch, capfd, case):

@@ -56,6 +56,7 @@ def _run(copy: Path, *command: str) -> tuple[int, str]:
     return completed.returncode, output
 
 
+@pytest.mark.e2e
 def test_the_watch_gives_the_verdict_of_kata_check_on_a_stub_a_wrong_and_a_right_file(tmp_path):
     copy = _copy(tmp_path / "repository")
     module = copy / "exercises" / "baselines.py"
