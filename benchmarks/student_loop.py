@@ -11,8 +11,11 @@ code (its diagnosis line included) <= 2.5 x; `kata watch` from the save to the v
 
 Each figure is the median of --repeats fresh runs, in a throwaway copy of the repository whose exercises/ holds the
 concept's reference (right code) or a catalogued mistake of it (wrong code), with its own progress file. The watch
-figure is the time from writing the file to the line that closes the check's verdict. The commands run without
-PYTHONDONTWRITEBYTECODE, as on a student's machine and in .ci/run, so compiled modules are cached between runs.
+figure is the time from writing the file to the line that closes the check's verdict. README's test command runs
+under the `ci` profile, as CI runs it; where the checkout has the tooling's end-to-end tests (`--e2e`), which that
+command leaves out, the whole suite with them is a row of its own (no target: CI's two steps together). The commands
+run without PYTHONDONTWRITEBYTECODE, as on a student's machine and in .ci/run, so compiled modules are cached between
+runs.
 """
 
 from __future__ import annotations
@@ -75,6 +78,12 @@ def timed(command: list[str], cwd: Path, env: dict[str, str] | None = None) -> t
     started = time.perf_counter()
     completed = subprocess.run(command, cwd=cwd, capture_output=True, text=True, env=env)
     return time.perf_counter() - started, completed.stdout + completed.stderr
+
+
+def has_end_to_end_option(repository: Path) -> bool:
+    """Whether the checkout's pytest knows --e2e (README's test command leaves the tooling's e2e tests out)."""
+    options = repository / "kata" / "testing" / "options.py"
+    return options.is_file() and '"--e2e"' in options.read_text()
 
 
 def watch_latency(python: str, copy: Path, concept: str, text: str, saves: int) -> list[float]:
@@ -146,9 +155,16 @@ def main() -> None:
                 rows.append((f"kata watch {concept}: save to verdict", statistics.median(latencies),
                              f"{len(latencies)} saves, {min(latencies):.2f}-{max(latencies):.2f} s"))
     if not args.skip_suite:
-        wall, output = timed([python, "-m", "pytest", "--impl", "solutions", "-n", "auto", "-q"], repository,
-                             dict(ordinary(dict(os.environ)), KATA_HYPOTHESIS_PROFILE="ci"))
-        rows.append(("README's test command (-n auto)", wall, output.strip().splitlines()[-1].strip("= ")))
+        command = [python, "-m", "pytest", "--impl", "solutions", "-n", "auto", "-q"]
+        suites = [("README's test command (-n auto)", command)]
+        if has_end_to_end_option(repository):  # where the tooling's e2e tests exist, the whole suite beside it
+            suites.append(("the same with --e2e (CI's two steps)", [*command, "--e2e"]))
+        for what, arguments in suites:
+            runs = [timed(arguments, repository, dict(ordinary(dict(os.environ)), KATA_HYPOTHESIS_PROFILE="ci"))
+                    for _ in range(args.repeats)]
+            walls = [wall for wall, _ in runs]
+            rows.append((what, statistics.median(walls), f"{runs[-1][1].strip().splitlines()[-1].strip('= ')}; "
+                                                         f"{min(walls):.1f}-{max(walls):.1f} s"))
     for what, seconds, note in rows:
         print(f"{what:<42} {seconds:7.2f} s  {seconds / floor:5.1f} x the floor  [{note}]")
     print(f"load average {os.getloadavg()[0]:.1f} at the end")
