@@ -13,9 +13,9 @@ Each figure is the median of --repeats fresh runs, in a throwaway copy of the re
 concept's reference (right code) or a catalogued mistake of it (wrong code), with its own progress file. The watch
 figure is the time from writing the file to the line that closes the check's verdict. README's test command runs
 under the `ci` profile, as CI runs it; where the checkout has the tooling's end-to-end tests (`--e2e`), which that
-command leaves out, the whole suite with them is a row of its own (no target: CI's two steps together). The commands
-run without PYTHONDONTWRITEBYTECODE, as on a student's machine and in .ci/run, so compiled modules are cached between
-runs.
+command leaves out, the whole suite with them is a row of its own (no target: both of CI's steps in one run). The
+commands run without PYTHONDONTWRITEBYTECODE, as on a student's machine and in .ci/run, so compiled modules are
+cached between runs.
 """
 
 from __future__ import annotations
@@ -158,7 +158,7 @@ def main() -> None:
         command = [python, "-m", "pytest", "--impl", "solutions", "-n", "auto", "-q"]
         suites = [("README's test command (-n auto)", command)]
         if has_end_to_end_option(repository):  # where the tooling's e2e tests exist, the whole suite beside it
-            suites.append(("the same with --e2e (CI's two steps)", [*command, "--e2e"]))
+            suites.append(("the whole suite, --e2e (both CI steps)", [*command, "--e2e"]))
         for what, arguments in suites:
             runs = [timed(arguments, repository, dict(ordinary(dict(os.environ)), KATA_HYPOTHESIS_PROFILE="ci"))
                     for _ in range(args.repeats)]
