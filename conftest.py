@@ -51,9 +51,9 @@ FRAME_MARKER = "frame"
 PARITY_MARKER = "parity"  # tests/parity: the reference against the libraries (docs/parity.md)
 SLOW_MARKER = "slow"
 # e2e: a test of the kata's tooling that runs it end to end in fresh interpreters (grading runs, the sandbox, the
-# autograder, watch, pytest started anew). Each costs seconds, together about four fifths of the whole run, and none
-# tests the reference: README's test command leaves them out, and `--e2e` (or an -m that names e2e) runs them, as CI
-# does.
+# autograder, watch, pytest started anew). Each costs seconds, together about 50 of the whole suite's 70 s on 2 cores,
+# and none tests the reference: README's test command leaves them out, and `--e2e` (or an -m that names e2e) runs
+# them, as CI does.
 E2E_MARKER = "e2e"
 CONCEPT_MARKERS = tuple(concept.marker for concept in CONCEPTS)
 
@@ -86,7 +86,7 @@ def pytest_configure(config: pytest.Config) -> None:
     # What is imported by now (torch, numpy, Hypothesis, pytest: about 180,000 objects) lives as long as the run, yet
     # each full pass of the cyclic garbage collector walks all of it again (40 ms here), and pytest makes five at the
     # end of every run. gc.freeze() takes those objects out of the collector's sight; what the tests and the code
-    # under test create is collected as before. `kata check gae` on right code: 2.53 s -> 2.2 s (docs/benchmarks.md).
+    # under test create is collected as before. `kata check gae` on right code: 2.58 s -> 2.19 s (docs/benchmarks.md).
     gc.freeze()
     for concept in CONCEPTS:
         config.addinivalue_line("markers", f"{concept.marker}: concept {concept.number}, {concept.title}")
@@ -98,11 +98,11 @@ def pytest_configure(config: pytest.Config) -> None:
     # `pytest -m gea` would deselect every test and say nothing: an -m that names no marker is a usage error.
     expression = config.option.markexpr or ""
     known = {line.split(":")[0].split("(")[0].strip() for line in config.getini("markers")}
-    unknown = sorted({word for word in re.findall(r"[A-Za-z_]\w*", expression)} - known - {"and", "or", "not"})
+    unknown = sorted(marker_words(expression) - known - {"and", "or", "not"})
     if unknown:
         concepts = ", ".join(CONCEPT_MARKERS)
         raise pytest.UsageError(f"-m {expression!r}: no test is marked {', '.join(unknown)}. The markers: the "
-                                f"concepts ({concepts}), {FRAME_MARKER}, {SLOW_MARKER}, {PARITY_MARKER}")
+                                f"concepts ({concepts}), {FRAME_MARKER}, {SLOW_MARKER}, {E2E_MARKER}, {PARITY_MARKER}")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -127,7 +127,12 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 def end_to_end_wanted(config: pytest.Config) -> bool:
     """Whether the run includes the e2e tests: asked for by --e2e, or by an -m expression that names them."""
-    return config.getoption("--e2e") or E2E_MARKER in re.findall(r"[A-Za-z_]\w*", config.option.markexpr or "")
+    return config.getoption("--e2e") or E2E_MARKER in marker_words(config.option.markexpr or "")
+
+
+def marker_words(expression: str) -> set[str]:
+    """The names in an -m expression (``"gae and not slow"``: gae, and, not, slow)."""
+    return set(re.findall(r"[A-Za-z_]\w*", expression))
 
 
 def pytest_report_header(config: pytest.Config) -> str:
