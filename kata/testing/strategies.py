@@ -31,6 +31,40 @@ def bool_arrays(shape) -> st.SearchStrategy[np.ndarray]:
 unit_interval = st.floats(0.0, 1.0, allow_nan=False)
 clip_epsilons = st.floats(0.01, 0.5, allow_nan=False)
 
+# ---- the domain every contract admits: dtypes, containers, values at ignored positions ---------------------------
+# A function documented "NumPy in, NumPy out; a tensor if any input is a tensor" is called with every mixture; one that
+# keeps "the promoted floating dtype" sees float32 and float64, mixed too. Positions the contract ignores (masked,
+# padded, after a cut) may hold anything finite or not: IGNORED_VALUES are the values that break an implementation
+# which computes there and masks afterwards (0 * inf is NaN, exp(800) is inf).
+
+float_dtypes = st.sampled_from([np.float32, np.float64])
+IGNORED_VALUES = (np.inf, -np.inf, np.nan, 1e4, -1e4, 800.0, -800.0, 88.0, -104.0)
+
+
+def extreme_log_probs(dtype) -> list[float]:
+    """Log-probabilities that are valid yet far from 0: where ``exp`` underflows to 0 in ``dtype`` (below about
+    -104 in float32, -745 in float64) and just above, so that a ratio computed as ``exp(new) / exp(old)`` gives
+    0 / 0 while ``exp(new - old)`` stays exact."""
+    if np.dtype(dtype) == np.float32:
+        return [-90.0, -104.0, -120.0, -200.0]
+    return [-700.0, -745.0, -800.0, -1000.0]
+
+
+@st.composite
+def containers(draw, arrays: dict, *, tensors: bool | None = None) -> dict:
+    """``arrays`` (name -> NumPy array; other values pass through unchanged), each drawn as NumPy or as a CPU
+    tensor independently: all NumPy, all tensors and every mixture. ``tensors`` forces all (True) or none (False).
+
+    The caller's expected container follows the contract: a tensor out if any array went in as a tensor.
+    """
+    import torch
+
+    chosen = {}
+    for name, value in arrays.items():
+        as_tensor = isinstance(value, np.ndarray) and (draw(st.booleans()) if tensors is None else tensors)
+        chosen[name] = torch.from_numpy(value.copy()) if as_tensor else value
+    return chosen
+
 # ---- 1. reinforce ----------------------------------------------------------------------------------------------
 
 def sample_shapes(max_samples: int = 12) -> st.SearchStrategy[tuple[int, ...]]:
