@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
+import signal
 import sys
 from collections.abc import Sequence
 from types import ModuleType
@@ -65,8 +67,27 @@ def build_parser(tools: dict[str, ModuleType | None] | None = None) -> argparse.
     return parser
 
 
+def quiet_on_closed_pipe() -> None:
+    """End quietly, as ``ls | head`` does, when the reader of the output closes it (``kata status | head``).
+
+    The default action of SIGPIPE kills the process without a traceback; Python ignores the signal and raises
+    BrokenPipeError instead. Only the command run from a shell asks for it: a test that calls :func:`main` in its own
+    process keeps Python's behaviour."""
+    if hasattr(signal, "SIGPIPE"):
+        signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    arguments = list(sys.argv[1:] if argv is None else argv)
+    if argv is None:
+        quiet_on_closed_pipe()
+    try:
+        return run(list(sys.argv[1:] if argv is None else argv))
+    except BrokenPipeError:  # where there is no SIGPIPE (Windows): Python's own advice, stdout to devnull, no traceback
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
+
+
+def run(arguments: list[str]) -> int:
     tools = instructor_tools()
     command = arguments[0] if arguments else None
     for name, module in tools.items():
