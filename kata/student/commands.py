@@ -10,6 +10,7 @@ asks pytest for its diagnosis plugin by name, which diagnoses a failed concept i
 from __future__ import annotations
 
 import argparse
+import ast
 import importlib.util
 import json
 import os
@@ -24,9 +25,11 @@ from pathlib import Path
 from kata.concepts.arguments import concept_argument, positive_float
 from kata.concepts.impl import REPOSITORY_ROOT
 from kata.concepts.manifest import CONCEPTS, MAX_POINTS, Concept
-from kata.concepts.sources import started
+from kata.concepts.sources import parse_source, started
+from kata.concepts.stub import NOT_IMPLEMENTED_PREFIX
 from kata.student import status
 from kata.testing.limits import DEFAULT_TEST_TIMEOUT, SLOW_TEST_TIMEOUT
+from kata.testing.record import load_progress
 
 WIDTH = 100
 DIAGNOSIS_PLUGIN = "kata.catalogue.pytest_plugin"  # the instructor's catalogue: a student edition has none
@@ -127,7 +130,7 @@ def run_check(c: Concept | None, slow: bool = False, run_pytest: PytestRunner = 
         if c is None:
             print(next_line(None))
             return 0
-    what = "slow integration tests included" if slow else "slow integration tests left out; --slow runs them"
+    what = slow_note(c, slow)
     print(f"kata check: {c.number}. {c.name} — {c.title} (tests/test_{c.name}.py; {what})", flush=True)
     if not (REPOSITORY_ROOT / "tests" / f"test_{c.name}.py").is_file():
         print(f"\nno test of {c.name} was collected: is tests/test_{c.name}.py there?")
@@ -150,11 +153,48 @@ def run_check(c: Concept | None, slow: bool = False, run_pytest: PytestRunner = 
         print(f"{c.name}: {state.label}." if state.label != "done" else f"{c.name} passes every test. Well done.")
         print(next_line(status.next_concept(states)))
     else:
-        print(f"{c.name}: {state.label}. Read {c.guide_section}; each message above names a misunderstanding; "
-              f"`kata hint {c.name}` when stuck.")
+        print(closing_line(c, state.label, failure_messages(c), diagnosed=bool(sentences)))
         for sentence in sentences:
             print(sentence)
     return code
+
+
+def has_slow_tests(c: Concept) -> bool:
+    """Whether the concept's test module marks any test ``slow`` (read from its source, nothing imported)."""
+    tree = parse_source(REPOSITORY_ROOT / "tests" / f"test_{c.name}.py")
+    return tree is not None and any(
+        isinstance(node, ast.Attribute) and node.attr == "slow" and isinstance(node.value, ast.Attribute)
+        and node.value.attr == "mark" for node in ast.walk(tree))
+
+
+def slow_note(c: Concept, slow: bool) -> str:
+    """What the header of ``kata check`` says of the slow tests: only what is true of this concept."""
+    if not has_slow_tests(c):
+        return "it has no slow tests" + ("; --slow changes nothing" if slow else "")
+    return "slow integration tests included" if slow else "slow integration tests left out; --slow runs them"
+
+
+def failure_messages(c: Concept) -> list[str]:
+    """The one-line messages of the concept's failed tests, as the last run recorded them."""
+    found = load_progress().get(c.name)
+    return [t.message for t in found.tests.values() if t.outcome == "failed"] if found else []
+
+
+def closing_line(c: Concept, label: str, failures: list[str], diagnosed: bool) -> str:
+    """The line under a failed check: what to do next, claiming only what the failures imply. A stub's "not
+    implemented yet" and a module that does not import name no misunderstanding; a test's message states the
+    property that failed; the diagnosis lines below it, where there are any, name a catalogued mistake."""
+    start = f"{c.name}: {label}."
+    if label.startswith(("syntax error", "missing")) or (failures and all(" could not be imported " in m
+                                                                           for m in failures)):
+        return f"{start} No test of {c.name} can run until exercises/{c.name}.py imports: fix what the message " \
+               "above shows, then check again."
+    if failures and all(m.startswith(NOT_IMPLEMENTED_PREFIX) for m in failures):
+        return f"{start} Read {c.guide_section}, then write each function above that still raises not_implemented " \
+               f"(`kata hint {c.name}` when stuck)."
+    said = ("each message above states what failed and on which input" +
+            ("; the line below names the mistake your code behaves like" if diagnosed else ""))
+    return f"{start} Read {c.guide_section}; {said}; `kata hint {c.name}` when stuck."
 
 
 def diagnosis_sentences(path: Path | None) -> list[str]:
