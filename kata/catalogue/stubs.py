@@ -38,6 +38,7 @@ from pathlib import Path
 from kata.concepts.impl import REPOSITORY_ROOT
 from kata.concepts.arguments import concept_argument
 from kata.concepts.manifest import CONCEPTS, Concept
+from kata.concepts.sources import stub_functions
 
 BEGIN_SOLUTION, END_SOLUTION = "# BEGIN SOLUTION", "# END SOLUTION"
 BEGIN_STUB, END_STUB = "# BEGIN STUB", "# END STUB"
@@ -119,6 +120,20 @@ class Stub:
             return "missing"
         return "same" if self.current == self.text else "differs"
 
+    @property
+    def written(self) -> tuple[str, ...]:
+        """The functions this stub leaves to the student that the file there now holds without the stub's
+        ``raise``: a student's work, which no message of this module sends anyone to overwrite. A file that does not
+        parse is counted as work throughout."""
+        if self.current is None or self.state == "same":
+            return ()
+        generated, now = stub_functions(self.text), stub_functions(self.current)
+        left = sorted(generated[1]) if generated else []
+        if now is None:
+            return tuple(left) or ("the whole file",)
+        defined, still_stubs = now
+        return tuple(name for name in left if name in defined and name not in still_stubs)
+
     def diff(self) -> list[str]:
         return list(difflib.unified_diff(
             (self.current or "").splitlines(keepends=True), self.text.splitlines(keepends=True),
@@ -146,10 +161,16 @@ def check(stubs: Sequence[Stub]) -> int:
             print(f"{stub.path}: missing")
         else:
             print("".join(stub.diff()), end="")
+    work = [stub for stub in stale if stub.written]
     if stale:
         print(f"kata stubs --check: {len(stale)} of {len(stubs)} stubs are not what solutions/ gives: "
-              f"{', '.join(stub.concept.name for stub in stale)}. Edit solutions/ (the one source), then run "
-              "`kata stubs` (`--force` where a stub was changed by hand).")
+              f"{', '.join(stub.concept.name for stub in stale)}.")
+        if len(work) < len(stale):
+            print("Where solutions/ changed: edit solutions/ (the one source), then run `kata stubs` (`--force` "
+                  "where a stub without written code was changed by hand; it keeps a copy).")
+        for stub in work:
+            print(f"{stub.path} holds written code ({', '.join(stub.written)}): a student's work, which is theirs "
+                  "to keep; it is not a stub any more.")
         return 1
     print(f"kata stubs --check: all {len(stubs)} stubs are what solutions/ gives")
     return 0
@@ -177,9 +198,13 @@ def write(stubs: Sequence[Stub], force: bool = False, now: datetime | None = Non
         print(f"wrote {stub.path}")
     for stub in refused:
         changed = sum(1 for line in stub.diff() if line[:1] in "+-" and line[:3] not in ("+++", "---"))
-        print(f"left {stub.path} alone: it differs from what solutions/{stub.concept.name}.py gives "
-              f"({changed} lines); `kata stubs --check` shows how, `kata stubs --force` overwrites it and keeps "
-              "a copy")
+        said = f"left {stub.path} alone: it differs from what solutions/{stub.concept.name}.py gives ({changed} lines)"
+        if stub.written:
+            print(f"{said} and holds written code ({', '.join(stub.written)}): a student's work stays as it is; "
+                  "`kata stubs --check` shows the difference")
+        else:
+            print(f"{said}; `kata stubs --check` shows how; it holds no written function, so `kata stubs --force` "
+                  "may rewrite it (keeping a copy)")
     written = sum(stub.state != "same" for stub in stubs) - len(refused)
     print(f"kata stubs: {written} written, {len(refused)} left alone, "
           f"{sum(stub.state == 'same' for stub in stubs)} already up to date")

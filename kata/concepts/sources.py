@@ -55,6 +55,16 @@ def _raises_stub_error(function: ast.AST) -> bool:
     return False
 
 
+def stub_functions(source: str) -> tuple[set[str], set[str]] | None:
+    """(every function, those that raise ``not_implemented``) of the module text ``source``; None when it does not
+    parse."""
+    try:
+        functions = _functions(ast.parse(source))
+    except (SyntaxError, ValueError):
+        return None
+    return set(functions), {name for name, function in functions.items() if _raises_stub_error(function)}
+
+
 def parse_source(path: Path) -> ast.Module | None:
     """The module's syntax tree; None when it cannot be read or parsed."""
     try:

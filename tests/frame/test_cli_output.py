@@ -26,8 +26,10 @@ PROPERTY_LINE = "AssertionError: advantages before a trace cut changed when valu
 def test_the_slow_note_says_what_is_true_of_the_concept():
     assert commands.has_slow_tests(concept("ppo_cartpole")) and not commands.has_slow_tests(concept("gae")), (
         "ppo_cartpole's tests train an agent (marked slow); gae's do not")
-    assert commands.slow_note(concept("ppo_cartpole"), slow=True) == "slow integration tests included"
-    assert "left out" in commands.slow_note(concept("ppo_cartpole"), slow=False)
+    assert commands.slow_note(concept("ppo_cartpole"), slow=True) == "slow integration tests included", (
+        "kata check --slow on a concept with slow tests says they are included")
+    assert "left out" in commands.slow_note(concept("ppo_cartpole"), slow=False), (
+        "kata check on a concept with slow tests says they are left out")
     for slow in (False, True):
         note = commands.slow_note(concept("gae"), slow)
         assert "included" not in note and "left out" not in note and "no slow tests" in note, (

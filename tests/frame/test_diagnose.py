@@ -48,14 +48,13 @@ def test_a_catalogued_mistake_is_named(catalogue, mistake):
     assert all(d.matched == d.probes > 0 for d in diagnoses), "a diagnosis holds on every distinguishing probe"
 
 
-def test_the_reference_a_variant_and_the_stubs_get_no_diagnosis(catalogue, tmp_path):
+def test_the_reference_a_variant_and_the_stubs_get_no_diagnosis(catalogue, given_stubs):
     assert diagnosis.diagnose(load("solutions"), CONCEPTS, catalogue) == [], "the reference is never diagnosed"
     variant = load("solutions", variant="ppo_cartpole/argsort_permutation")
     assert diagnosis.diagnose(variant, CONCEPTS, catalogue) == [], (
         "a valid variant drawing its permutation from another random stream must not be accused")
-    stubs = tmp_path / "stubs"
-    shutil.copytree(REPOSITORY_ROOT / "exercises", stubs)  # a copy: the checkout's exercises/ may be filled in
-    assert diagnosis.diagnose(load(stubs), CONCEPTS, catalogue) == [], "a stub (NotImplementedError) is not diagnosed"
+    assert diagnosis.diagnose(load(given_stubs), CONCEPTS, catalogue) == [], (
+        "a stub (NotImplementedError) is not diagnosed")
 
 
 TWO_MISTAKES = '''
@@ -160,10 +159,10 @@ def test_evaluate_one_concept(catalogue, capsys):
     assert diagnosis.passes(scores) and scores[0].recall == 1.0 and scores[0].precision == 1.0, capsys.readouterr().out
 
 
-def test_only_started_modules_are_worth_a_diagnosis(tmp_path):
+def test_only_started_modules_are_worth_a_diagnosis(tmp_path, given_stubs):
     from kata.concepts.sources import started
 
-    shutil.copy2(REPOSITORY_ROOT / "exercises" / "gae.py", tmp_path / "gae.py")  # untouched
+    shutil.copy2(given_stubs / "gae.py", tmp_path / "gae.py")  # untouched
     shutil.copy2(REPOSITORY_ROOT / "solutions" / "baselines.py", tmp_path / "baselines.py")  # written
     assert started(tmp_path, ["gae", "baselines"], REPOSITORY_ROOT / "solutions") == ["baselines"], (
         "an untouched stub is left out of the diagnosis; a written module is kept")
@@ -229,8 +228,8 @@ def test_a_child_process_diagnoses_submitted_code():
     assert diagnose_in_subprocess("solutions", ["gae"], timeout=0.01) == [], "no answer in time: none"
 
 
-def test_no_diagnosis_never_reads_like_a_verdict(capsys):
-    assert diagnosis.main(["gae", "--impl", "exercises"]) == 0, "kata diagnose on the stubs exits 0"
+def test_no_diagnosis_never_reads_like_a_verdict(capsys, given_stubs):
+    assert diagnosis.main(["gae", "--impl", str(given_stubs)]) == 0, "kata diagnose on the stubs exits 0"
     stubs = capsys.readouterr().out
     assert "not implemented yet" in stubs and "behaves like the reference" not in stubs, (
         f"on untouched stubs the diagnosis says they are stubs, never that they behave like the reference: {stubs}")

@@ -141,8 +141,8 @@ def test_report_shows_the_results_numbers_and_links_every_figure(reference):
         assert row["text"] in report, f"report.md shows the greedy row {row['text']!r}"
 
 
-def test_stubs_give_one_skip_line_per_section_and_the_lab_goes_on(tmp_path):
-    code, folder, lines, results = _lab(tmp_path, "exercises")
+def test_stubs_give_one_skip_line_per_section_and_the_lab_goes_on(tmp_path, given_stubs):
+    code, folder, lines, results = _lab(tmp_path, str(given_stubs))
     assert code == 0, "a stub that is not implemented yet is not a failure of the lab:\n" + "\n".join(lines)
     assert (folder / "report.md").exists(), "the lab writes report.md when sections are skipped"
     assert list(results["sections"]) == list(SECTION_TITLES), (

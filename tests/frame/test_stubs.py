@@ -3,6 +3,7 @@ overwrites a stub that differs from what it would write unless told to, keeping 
 
 from __future__ import annotations
 
+import subprocess
 import textwrap
 from datetime import datetime, timezone
 from pathlib import Path
@@ -81,10 +82,28 @@ def test_malformed_markers_are_refused_with_their_line(text, complaint):
         stubs.stub_text(text, "solutions/x.py")
 
 
+def _changed_since_the_last_commit(path: Path) -> bool:
+    """Whether git says ``path`` was edited and not committed (False where there is no git or no repository)."""
+    try:
+        found = subprocess.run(["git", "status", "--porcelain", "--", str(path)], cwd=REPOSITORY_ROOT,
+                               capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return found.returncode == 0 and bool(found.stdout.strip())
+
+
 def test_the_committed_stubs_are_what_the_solutions_give():
-    stale = [stub.concept.name for stub in stubs.plan() if stub.state != "same"]
-    assert not stale, (f"exercises/ differs from what solutions/ gives for {stale}: edit solutions/ (the one "
-                       "source), then run `python -m kata.catalogue.stubs --force` (`--check` shows the difference)")
+    differing = [stub for stub in stubs.plan() if stub.state != "same"]
+    # A student's work in exercises/ (a function written, or any edit not committed yet) is theirs: this check is
+    # of the stubs as committed, which `kata stubs --check` also makes on CI's clean clone.
+    work = [stub for stub in differing if stub.written or _changed_since_the_last_commit(stub.path)]
+    stale = [stub.concept.name for stub in differing if stub not in work]
+    assert not stale, (f"exercises/ differs from what solutions/ gives for {stale}, and no function there is "
+                       "written: after editing solutions/ (the one source), `kata stubs --force` rewrites these "
+                       "stubs, keeping a copy of each (`kata stubs --check` shows the difference)")
+    if work:
+        pytest.skip(f"exercises/ holds work in progress ({', '.join(stub.concept.name for stub in work)}): it is "
+                    "left out of this check of the committed stubs")
 
 
 @pytest.mark.parametrize("c", CONCEPTS, ids=lambda c: c.name)
@@ -137,7 +156,19 @@ def test_a_stub_that_differs_is_left_alone_without_force(layout, capsys):
     assert path.read_text(encoding="utf-8") == work, "kata stubs overwrote a student's work without --force"
     assert sorted(p.name for p in path.parent.iterdir()) == ["gae.py"], "no copy is made when nothing is written"
     out = capsys.readouterr().out
-    assert "left" in out and "--force" in out, f"the refusal must say how to overwrite: {out}"
+    assert "left" in out and "double" in out and "--force" not in out, (
+        f"the refusal must name the written function and send no one to overwrite a student's work: {out}")
+    assert stubs.check(_plan(layout)) == 1 and "--force" not in capsys.readouterr().out, (
+        "--check must not suggest overwriting a file that holds written code")
+
+
+def test_a_stub_changed_by_hand_without_written_code_may_be_forced(layout, capsys):
+    path = layout[1] / "gae.py"
+    path.parent.mkdir()
+    path.write_text(STUB.replace("Twice x.", "Twice x, by hand."), encoding="utf-8")
+    assert stubs.write(_plan(layout)) == 1, "a differing stub is still left alone without --force"
+    out = capsys.readouterr().out
+    assert "left" in out and "--force" in out, f"where no function is written, the refusal says how to rewrite: {out}"
 
 
 def test_force_overwrites_and_keeps_a_dated_copy(layout):
@@ -167,6 +198,8 @@ def test_check_only_reads(layout, capsys):
 
 
 def test_the_command_line(capsys):
+    if any(stub.state != "same" for stub in stubs.plan()):
+        pytest.skip("exercises/ holds work in progress: `kata stubs --check` fails on it, as it should")
     assert cli.main(["stubs", "--check"]) == 0, capsys.readouterr().out
     assert "all 8 stubs" in capsys.readouterr().out, "`kata stubs --check` reports all 8 stubs up to date"
     assert cli.main(["stubs", "--check", "gae", "reinforce"]) == 0, "`kata stubs --check gae reinforce` passes"
