@@ -75,18 +75,21 @@ def to_markdown(diagnosed: Diagnosed, concepts: Sequence[Concept] = CONCEPTS) ->
     lines = ["# The class's misconceptions", "",
              f"{total} submission(s) diagnosed: how many behave like each catalogued mistake (`kata diagnose`), "
              "largest first. A submission counts once per mistake.", ""]
+    table = tally(diagnosed, concepts)
     for c in concepts:
-        counts = tally(diagnosed, [c])[c.name]
-        lines.append(f"## {c.number}. {c.name} ({c.guide_section})")
-        lines.append("")
+        counts = table[c.name]
         if not counts:
-            lines += ["No catalogued mistake found.", ""]
             continue
+        lines += [f"## {c.number}. {c.name} ({c.guide_section})", ""]
         lines += ["| submissions | mistake | misunderstanding | who |", "|---:|---|---|---|"]
         for m in counts:
             who = ", ".join(m.submissions).replace("|", "\\|")
             lines.append(f"| {m.count} of {total} | `{m.mistake}` | {m.misunderstanding} | {who} |")
         lines.append("")
+    clean = [f"{c.number}. {c.name}" for c in concepts if not table[c.name]]
+    if clean:
+        lines += [f"No catalogued mistake found in {'any concept' if len(clean) == len(concepts) else 'the others'}"
+                  f": {', '.join(clean)}.", ""]
     return "\n".join(lines)
 
 

@@ -147,8 +147,9 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
 
             Output: a Markdown table on stdout (and in --markdown FILE); --json {"submissions": [{"submission",
             "graded", "total", "max_total", "notes", "concepts": {NAME: {"points", "max_points", "passed", "failed",
-            "status", "message", "chained_status", "chained_message", "diagnoses"}}}]}; --csv one row per submission,
-            a column per concept, the total, the maximum, the notes (blank if not graded, never 0) and the diagnoses;
+            "status", "message", "chained_status", "chained_message", "diagnoses"}}}]}; --csv one row per submission:
+            a column per concept, the total, the maximum, each concept's status, the first message, the diagnoses
+            and the notes (blank if not graded, never 0; a note every row shares is said once, in --markdown);
             --gradescope the results.json of Gradescope (one test per concept; one submission only; `kata autograder`
             builds the whole autograder); --class-report DIR misconceptions.md, .json and .png. A failed concept's
             diagnoses name the catalogued mistakes its functions behave like (kata diagnose, on the submission's own
@@ -157,7 +158,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
             Where bubblewrap (bwrap) works, on Linux, each run of a submission's code (its tests, its diagnosis)
             sees only its own copy read-write and the interpreter read-only: no home, no other submission, not
             this repository, no network, and its processes end with it. Where bwrap is missing or cannot start, a
-            note in every report and a line on stderr say so, and grading goes on unsandboxed, with your rights
+            note in the reports and a line on stderr say so, and grading goes on unsandboxed, with your rights
             (your files, the network); --no-sandbox asks for that: then grade untrusted code inside a container or
             a throwaway virtual machine. Either way the submitted code runs in the process that records its
             results, so code written to cheat can still forge its own (docs/grading.md)."""))

@@ -96,7 +96,8 @@ def concept_result(concept: Concept, summary: dict[str, Any] | None) -> ConceptR
     if summary.get("timeout"):
         return ConceptResult(0.0, max_points, passed, failed, "timeout", message)
     if summary.get("import_error") or summary.get("setup_error", 0) >= summary["collected"]:
-        return ConceptResult(0.0, max_points, passed, failed, "error", message)
+        # The module did not load, so no test of it ran: no test failed, the concept is an error, said in one line.
+        return error_result(concept, message or f"no test of {concept.name} could run")
     if passed + failed == 0:
         return ConceptResult(0.0, max_points, 0, 0, "error", f"every {concept.name} test was skipped")
     points = round(max_points * passed / (passed + failed), 6)
@@ -119,21 +120,37 @@ def to_json(results: Sequence[SubmissionResult]) -> dict[str, Any]:
 
 
 def to_csv(results: Sequence[SubmissionResult], concepts: Sequence[Concept] = CONCEPTS) -> str:
-    """One row per submission: its points in each concept, the total, the maximum, the diagnoses and the notes
-    (blank if not graded)."""
+    """One row per submission: its points in each concept, the total, the maximum, each concept's status (passed,
+    failed, error, timeout: an error is code that did not load, not a test that failed), the first problem's
+    message ("gae: ..."), the diagnoses and the notes (blank if not graded). A note every graded submission shares
+    (no sandbox on this machine) is the run's, not a row's: the Markdown and JSON reports carry it."""
     stream = io.StringIO()
     writer = csv.writer(stream, lineterminator="\n")
-    writer.writerow(["submission", *(c.name for c in concepts), "total", "max_total", "diagnoses", "notes"])
+    writer.writerow(["submission", *(c.name for c in concepts), "total", "max_total",
+                     *(f"{c.name} status" for c in concepts), "first message", "diagnoses", "notes"])
+    shared = shared_notes(results)
     for result in results:
         if not result.graded:
-            writer.writerow([result.submission, *([""] * (len(concepts) + 3)), "; ".join(result.notes)])
+            writer.writerow([result.submission, *([""] * (2 * len(concepts) + 4)), "; ".join(result.notes)])
             continue
-        cells = [format_points(result.concepts[c.name].points) if c.name in result.concepts else ""
-                 for c in concepts]
-        diagnoses = [m for c in concepts if c.name in result.concepts for m in diagnoses_of(result.concepts[c.name])]
+        mine = [result.concepts.get(c.name) for c in concepts]
+        cells = [format_points(r.points) if r else "" for r in mine]
+        statuses = [r.status if r else "" for r in mine]
+        first = next((f"{c.name}: {r.message}" for c, r in zip(concepts, mine) if r and r.status != "passed"), "")
+        diagnoses = [m for r in mine if r for m in diagnoses_of(r)]
         writer.writerow([result.submission, *cells, format_points(result.total), format_points(result.max_total),
-                         " ".join(diagnoses), "; ".join(_notes(result))])
+                         *statuses, first, " ".join(diagnoses),
+                         "; ".join(note for note in _notes(result) if note not in shared)])
     return stream.getvalue()
+
+
+def shared_notes(results: Sequence[SubmissionResult]) -> list[str]:
+    """The notes every graded submission carries, where two or more were graded: the run's (bwrap cannot start
+    here), said once per report instead of on every row."""
+    graded = [result for result in results if result.graded]
+    if len(graded) < 2:
+        return []
+    return [note for note in graded[0].notes if all(note in result.notes for result in graded[1:])]
 
 
 def diagnoses_of(r: ConceptResult) -> list[str]:
@@ -154,9 +171,12 @@ def _notes(result: SubmissionResult) -> list[str]:
 
 def gradescope_output(concept: Concept, r: ConceptResult) -> str:
     """What a student reads under one concept: the counts, the first failure, how the chain differs, what to run."""
-    output = f"{r.status}: {r.passed} of {r.passed + r.failed} tests passed"
-    if r.message:
-        output += f"\nfirst failure: {r.message}"
+    if r.status == "error":  # the code did not load: no test ran, so none passed or failed
+        output = f"error: {r.message}"
+    else:
+        output = f"{r.status}: {r.passed} of {r.passed + r.failed} tests passed"
+        if r.message:
+            output += f"\nfirst failure: {r.message}"
     if r.chained_message:
         output += f"\n{r.chained_message}"
     output += "".join(f"\n{diagnosis_line(mistake)}" for mistake in diagnoses_of(r))
@@ -189,14 +209,20 @@ def markdown(results: Sequence[SubmissionResult], concepts: Sequence[Concept] = 
                          + (f" (chained: {r.chained_status})" if r.chained_message else ""))
         total = f"{format_points(result.total)}/{format_points(result.max_total)}" if result.graded else ""
         lines.append(f"| {_cell(result.submission)} | " + " | ".join(cells) + f" | {total} |")
+    shared = shared_notes(results)
+    if shared:
+        lines += ["", "Every submission:"] + [f"- {_cell(note)}" for note in shared]
     for result in results:
         problems = [(name, r) for name, r in result.concepts.items() if r.status != "passed" or r.chained_message]
-        if not problems and not result.notes:
+        notes = [note for note in result.notes if note not in shared]
+        if not problems and not notes:
             continue
         lines += ["", f"{result.submission}:"]
-        lines += [f"- {_cell(note)}" for note in result.notes]
+        lines += [f"- {_cell(note)}" for note in notes]
         for name, r in problems:
-            if r.status != "passed":
+            if r.status == "error":  # the code did not load: one line, its message, no count of tests
+                lines.append(f"- {name} (error): {_cell(r.message)}")
+            elif r.status != "passed":
                 counts = f"{r.passed} of {r.passed + r.failed} passed" if r.passed + r.failed else "no test ran"
                 lines.append(f"- {name} ({r.status}, {counts}): {_cell(r.message)}")
                 lines += [f"- {name}: {_cell(diagnosis_line(mistake))}" for mistake in diagnoses_of(r)]
@@ -237,11 +263,16 @@ def write_reports(
 
 
 def write_atomically(path: str | os.PathLike[str], text: str) -> Path:
-    """Write ``text`` to a temporary file beside ``path``, then rename it over ``path``."""
+    """Write ``text`` to a temporary file beside ``path``, then rename it over ``path``.
+
+    The file gets the mode any file written here would (0644 under the usual umask 022), like the class report
+    beside it: mkstemp's own 0600 would make the grades readable by their writer alone, by accident. A folder that
+    must stay private is kept so by its own mode (docs/grading.md)."""
     target = Path(path).expanduser()
     target.parent.mkdir(parents=True, exist_ok=True)
     handle, temporary = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
     try:
+        os.chmod(temporary, 0o666 & ~current_umask())
         with os.fdopen(handle, "w", encoding="utf-8") as stream:
             stream.write(text)
         os.replace(temporary, target)
@@ -249,3 +280,10 @@ def write_atomically(path: str | os.PathLike[str], text: str) -> Path:
         Path(temporary).unlink(missing_ok=True)
         raise
     return target
+
+
+def current_umask() -> int:
+    """The process's umask (reading it means setting it: it is set straight back)."""
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask

@@ -77,8 +77,11 @@ def test_the_three_files(diagnosed, tmp_path):
         "misunderstanding": class_report.misunderstanding("baselines/rloo_includes_self")}], (
         f"each mistake's entry has its count, submissions and misunderstanding: {report['concepts']['baselines']}")
     markdown = written[0].read_text()
-    assert "| 2 of 5 | `gae/truncation_as_termination` |" in markdown and "No catalogued mistake found." in markdown, (
-        f"the markdown shows 'k of n' per mistake and says when a concept has none: {markdown!r}")
+    assert "| 2 of 5 | `gae/truncation_as_termination` |" in markdown, (
+        f"the markdown shows 'k of n' per mistake: {markdown!r}")
+    assert markdown.count("No catalogued mistake found") == 1 and "1. reinforce" in markdown.split(
+        "No catalogued mistake found")[1], f"the concepts with no mistake found share one line: {markdown!r}"
+    assert "## 1. reinforce" not in markdown, f"a concept with no mistake found gets no section: {markdown!r}"
     assert written[2].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", "misconceptions.png must be a PNG"
     empty = class_report.write({"dan": {}}, tmp_path / "empty")
     assert empty[2].stat().st_size > 0, "a class with no mistakes still gets a (non-empty) figure"

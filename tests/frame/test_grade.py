@@ -253,7 +253,7 @@ def made_up_results() -> list[reports.SubmissionResult]:
     })
     bad = reports.SubmissionResult("subs/bob", {
         "reinforce": reports.ConceptResult(0.0, 10.0, 0, 0, "timeout", "timed out"),
-        "gae": reports.ConceptResult(0.0, 15.0, 0, 11, "error", "gae.py could not be imported"),
+        "gae": reports.ConceptResult(0.0, 15.0, 0, 0, "error", "gae.py could not be imported"),
     })
     return [good, bad]
 
@@ -281,12 +281,15 @@ def test_json_report_has_exactly_the_documented_shape():
 
 def test_csv_has_one_row_per_submission_and_a_column_per_concept():
     rows = list(csv.reader(io.StringIO(reports.to_csv(made_up_results(), [concept("reinforce"), concept("gae")]))))
-    assert rows[0] == ["submission", "reinforce", "gae", "total", "max_total", "diagnoses", "notes"], (
-        f"the header: submission, a column per concept, total, max_total, diagnoses, notes: {rows[0]}")
-    assert rows[1] == ["subs/alice", "10", "7.5", "17.5", "25", "gae/recursion_leaks_across_cuts", ""], (
-        f"a graded row, with its diagnosis: {rows[1]}")
-    assert rows[2] == ["subs/bob", "0", "0", "0", "25", "", ""], (
-        f"a row of zeros for a submission that scored nothing: {rows[2]}")
+    assert rows[0] == ["submission", "reinforce", "gae", "total", "max_total", "reinforce status", "gae status",
+                       "first message", "diagnoses", "notes"], (
+        f"the header: submission, a column per concept, total, max_total, each concept's status, the first "
+        f"message, diagnoses, notes: {rows[0]}")
+    assert rows[1] == ["subs/alice", "10", "7.5", "17.5", "25", "passed", "failed",
+                       "gae: AssertionError: the recursion | leaks", "gae/recursion_leaks_across_cuts", ""], (
+        f"a graded row, with its statuses, first message and diagnosis: {rows[1]}")
+    assert rows[2] == ["subs/bob", "0", "0", "0", "25", "timeout", "error", "reinforce: timed out", "", ""], (
+        f"a row of zeros that tells a timeout and an error from a failure: {rows[2]}")
 
 
 def test_a_submission_not_graded_is_blank_never_zero_and_a_chain_that_differs_is_said_everywhere():
@@ -300,7 +303,7 @@ def test_a_submission_not_graded_is_blank_never_zero_and_a_chain_that_differs_is
     results = [alice, reports.not_graded("subs/carol", "not graded (interrupted)")]
     concepts = [concept("reinforce"), concept("gae")]
     rows = list(csv.reader(io.StringIO(reports.to_csv(results, concepts))))
-    assert rows[2] == ["subs/carol", "", "", "", "", "", "not graded (interrupted)"], "blank, never 0"
+    assert rows[2] == ["subs/carol", *[""] * 8, "not graded (interrupted)"], "blank, never 0"
     assert rows[1][-1] == alice.concepts["gae"].chained_message, (
         f"the notes column carries the chain's sentence: {rows[1][-1]!r}")
     data = reports.to_json(results)["submissions"]
@@ -343,6 +346,43 @@ def test_markdown_table_and_problems():
             "cut' (gae/recursion_leaks_across_cuts): `kata hint gae --level 3`") in lines, (
         f"a diagnosis line names the catalogued mistake and its hint: {lines}")
     assert "- reinforce (timeout, no test ran): timed out" in lines, f"a timeout with no test run is said so: {lines}"
+    assert "- gae (error): gae.py could not be imported" in lines, (
+        f"code that did not load is one line, the error and its message, no count of tests: {lines}")
+
+
+def test_a_module_that_does_not_import_is_an_error_with_no_test_failed():
+    summary = dict(collected=11, passed=0, failed=11, import_error=11, setup_error=0, timeout=0,
+                   message="gae.py could not be imported (NameError near line 3: name 'x' is not defined)")
+    r = reports.concept_result(concept("gae"), summary)
+    assert (r.status, r.points, r.passed, r.failed, r.message) == ("error", 0.0, 0, 0, summary["message"]), (
+        f"an import error is the concept's error with its message, never 11 failed tests: {r}")
+    output = reports.gradescope_output(concept("gae"), r)
+    assert output.startswith(f"error: {summary['message']}") and "tests passed" not in output, (
+        f"the student reads the import's message, not a count of tests: {output!r}")
+
+
+def test_a_note_every_submission_carries_is_said_once():
+    results = made_up_results()
+    note = "no sandbox: bwrap is not installed (sudo apt-get install bubblewrap)"
+    for result in results:
+        result.notes.append(note)
+    text = reports.markdown(results, [concept("reinforce"), concept("gae")])
+    assert text.count(note) == 1 and "Every submission:" in text, f"the run's note, once per report: {text}"
+    rows = list(csv.reader(io.StringIO(reports.to_csv(results, [concept("reinforce"), concept("gae")]))))
+    assert all(note not in row[-1] for row in rows[1:]), f"no row of the CSV repeats the run's note: {rows}"
+    assert reports.shared_notes(results[:1]) == [], "one submission's notes are its own"
+
+
+def test_every_report_is_readable_like_the_class_report(tmp_path):
+    old = os.umask(0o022)
+    try:
+        paths = reports.write_reports(made_up_results(), json_path=tmp_path / "g.json", csv_path=tmp_path / "g.csv",
+                                      markdown_path=tmp_path / "g.md")
+    finally:
+        os.umask(old)
+    assert {path.name: oct(path.stat().st_mode & 0o777) for path in paths} == {
+        "g.json": "0o644", "g.csv": "0o644", "g.md": "0o644"}, (
+        "grades.json/csv/md take the mode any file gets under the umask (0644 under 022), as class/ does")
 
 
 def test_reports_are_written_where_asked(tmp_path):
