@@ -113,7 +113,7 @@ print(f"training wall time: {sum(r['wall_seconds'] for r in runs):.1f} s; {ppo['
       "seeds solved")
 
 # %% [markdown]
-# The curve shows the median over seeds, the interquartile band and each seed. Reaching the 500-step ceiling shows
+# The curve shows the median, the seeds' range (quartiles from 4 seeds) and each seed. Reaching the 500 ceiling shows
 # that collection, targets, repeated optimisation and evaluation work together. It does not show robustness (a
 # few seeds, one environment) and says nothing about language models; comparing methods would need equal budgets,
 # more seeds and uncertainty estimates.

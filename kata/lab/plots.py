@@ -19,7 +19,9 @@ from matplotlib.ticker import MaxNLocator
 
 CEILING = 500.0  # CartPole's time limit: the most a deterministic evaluation episode can return
 DPI = 100
-SEED_COLOURS = ("tab:blue", "tab:orange", "tab:green", "tab:red", "tab:purple", "tab:brown", "tab:pink")
+SEED_COLOURS = ("tab:orange", "tab:green", "tab:red", "tab:purple", "tab:brown", "tab:pink", "tab:olive")
+MEDIAN_COLOUR = "tab:blue"  # no seed's line shares it
+FEWEST_SEEDS_FOR_QUARTILES = 4  # below this, quartiles are interpolations between two or three curves: draw the range
 
 
 def save(figure: Figure, path: str | Path) -> Path:
@@ -80,24 +82,33 @@ def learning_curve(curve: Mapping[str, Any], seeds: Sequence[int], profile: str,
                    ceiling: float = CEILING) -> Figure:
     """PPO's deterministic evaluation return against environment steps, from ``aggregate_training_runs``.
 
-    The median over seeds with its interquartile band, every seed as a faint line, and the time-limit ceiling.
-    Steps at which no run was evaluated are left out.
+    The median over seeds with a band (the interquartile range from four seeds on; with fewer, the range from the
+    lowest to the highest seed, labelled so), every seed as a faint dashed line in a colour of its own, and the
+    time-limit ceiling. Steps at which no run was evaluated are left out.
     """
     steps = np.asarray(curve["environment_steps"], dtype=np.float64)
     median = np.asarray(curve["median"], dtype=np.float64)
     finite = np.isfinite(median)
     figure = Figure(figsize=(9.0, 5.0), layout="constrained")
     ax = figure.add_subplot()
-    ax.fill_between(steps[finite], np.asarray(curve["q25"])[finite], np.asarray(curve["q75"])[finite],
-                    alpha=0.25, color="tab:blue", label="interquartile range over seeds")
-    for i, (seed, run) in enumerate(zip(seeds, np.asarray(curve["all_curves"], dtype=np.float64))):
+    runs = np.asarray(curve["all_curves"], dtype=np.float64).reshape(len(seeds), -1)
+    if len(seeds) >= FEWEST_SEEDS_FOR_QUARTILES:
+        low, high = np.asarray(curve["q25"])[finite], np.asarray(curve["q75"])[finite]
+        band = f"interquartile range over the {len(seeds)} seeds"
+    else:
+        with np.errstate(invalid="ignore"):  # a step no seed reached is left out above
+            low, high = np.nanmin(runs[:, finite], axis=0), np.nanmax(runs[:, finite], axis=0)
+        band = f"range over the {len(seeds)} seeds (lowest to highest)"
+    if len(seeds) > 1:
+        ax.fill_between(steps[finite], low, high, alpha=0.2, color=MEDIAN_COLOUR, linewidth=0, label=band)
+    for i, (seed, run) in enumerate(zip(seeds, runs)):
         evaluated = np.isfinite(run)
-        ax.plot(steps[evaluated], run[evaluated], alpha=0.35, linewidth=0.9,
+        ax.plot(steps[evaluated], run[evaluated], alpha=0.6, linewidth=0.9, linestyle="--",
                 color=SEED_COLOURS[i % len(SEED_COLOURS)], label=f"seed {seed}")
-    ax.plot(steps[finite], median[finite], marker="o", markersize=3.5, color="tab:blue", linewidth=2.0,
-            label="median evaluation return")
+    ax.plot(steps[finite], median[finite], marker="o", markersize=3.5, color=MEDIAN_COLOUR, linewidth=2.0,
+            label="median evaluation return", clip_on=False, zorder=3)
     ax.axhline(ceiling, linestyle="--", linewidth=1.0, color="black", label=f"time-limit ceiling ({ceiling:g})")
-    ax.set_xlim(0, steps.max() if steps.size else 1)
+    ax.set_xlim(0, steps.max() * 1.02 if steps.size else 1)  # the last marker whole, not cut at the frame
     ax.set_ylim(0, ceiling * 1.08)
     ax.set_xlabel("environment transitions")
     ax.set_ylabel("deterministic evaluation return")

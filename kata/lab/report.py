@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from kata.lab.plots import FEWEST_SEEDS_FOR_QUARTILES
 from kata.testing.training import SOLVED_RETURN
 
 
@@ -112,8 +113,8 @@ def _report_ppo(d: Mapping[str, Any]) -> list[str]:
     lines += [
         "",
         (f"Training: {d['training_seconds_summed']:.1f} s summed over the seeds; the lab waited "
-        f"{d['training_wait_seconds']:.1f} s for them. The curves show the median and interquartile range over the "
-        "seeds of a deterministic evaluation every few updates; the diagnostics are batch-local measurements of "
+        f"{d['training_wait_seconds']:.1f} s for them. The curves show the median over the seeds of a deterministic "
+        f"evaluation every few updates, with {_band(len(d['runs']))}; the diagnostics are batch-local measurements of "
         f"the first seed ({d['diagnostics']['seed']}), not thresholds."),
         "",
     ]
@@ -174,3 +175,10 @@ def _fmt(value: Any, digits: int) -> str:
     if isinstance(value, float):
         return f"{value:,.{digits}f}" if digits == 0 else f"{value:.{digits}f}"
     return str(value)
+
+
+def _band(seeds: int) -> str:
+    """What the learning curve's band is (kata.lab.plots.learning_curve draws the same)."""
+    if seeds >= FEWEST_SEEDS_FOR_QUARTILES:
+        return "the interquartile range"
+    return "the range from the lowest to the highest seed" if seeds > 1 else "no band (one seed)"
