@@ -69,3 +69,26 @@ def test_a_closed_pipe_ends_the_command_without_a_traceback(command):
     finished = subprocess.run(["bash", "-c", shell], capture_output=True, text=True, timeout=60)
     assert "Traceback" not in finished.stderr and "BrokenPipeError" not in finished.stderr, (
         f"`kata {command} | head` must end quietly: {finished.stderr}")
+
+
+# ---- a concept test's failure is its message -------------------------------------------------------------------
+
+
+def test_concept_test_modules_are_told_from_the_others():
+    from kata.testing.plain_asserts import concept_test_module
+
+    names = ["gae", "reinforce"]
+    assert concept_test_module("/copy/of/tests/test_gae.py", names), "a concept's module, wherever it was copied"
+    for other in ("/repo/tests/frame/test_gae.py", "/repo/tests/test_layout.py", "/repo/tests/assertions.py",
+                  "/repo/conftest.py"):
+        assert not concept_test_module(other, names), f"{other} is not a concept's test module"
+
+
+def test_a_concept_tests_assertions_are_plain_and_the_frames_rewritten():
+    import importlib
+
+    concept_module = importlib.import_module("tests.test_gae")
+    frame_module = importlib.import_module("tests.frame.test_stubs")
+    assert "@pytest_ar" not in vars(concept_module), (
+        "tests/test_gae.py must not be rewritten: its failures would carry '+ where tensor(False) = ...' lines")
+    assert "@pytest_ar" in vars(frame_module), "the frame's own tests keep pytest's introspection"
