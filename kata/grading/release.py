@@ -41,6 +41,11 @@ def release(out: Path, *, repository: Path = REPOSITORY_ROOT, autograder_zip: Pa
     out = Path(out).resolve()
     if out.exists() and any(out.iterdir()):
         if not force:
+            work = [stub.path.name for stub in stubs.plan(CONCEPTS, repository / "solutions", out / "exercises")
+                    if stub.written]
+            if work:  # never suggest replacing a student's work
+                raise FileExistsError(f"{out} exists and its exercises/ holds written code ({', '.join(work)}), "
+                                      "someone's work: give another folder")
             raise FileExistsError(f"{out} exists and is not empty: give another folder, or --force to replace it")
         shutil.rmtree(out)
     out.mkdir(parents=True, exist_ok=True)

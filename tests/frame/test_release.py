@@ -97,6 +97,16 @@ def test_the_edition_is_a_repository_a_class_can_be_given(edition):
         release.release(out)
 
 
+def test_a_folder_holding_a_students_work_is_never_offered_to_force(tmp_path):
+    out = tmp_path / "pg-kata"
+    (out / "exercises").mkdir(parents=True)
+    (out / "exercises" / "gae.py").write_text((ROOT / "solutions" / "gae.py").read_text())  # written code
+    with pytest.raises(FileExistsError) as refused:
+        release.release(out)
+    assert "gae.py" in str(refused.value) and "--force" not in str(refused.value), (
+        f"an edition a student works in must not be offered to --force, which replaces it: {refused.value}")
+
+
 def test_the_workflow_grades_each_concept_for_its_points(edition):
     out, _ = edition
     workflow = (out / ".github" / "workflows" / "classroom.yml").read_text()
