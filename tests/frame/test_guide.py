@@ -1,7 +1,7 @@
 """GUIDE.md teaches without giving an answer away, and its links lead somewhere.
 
 No line of a ``# BEGIN SOLUTION`` block of solutions/ appears in the code of GUIDE.md (inline spans, fenced and
-indented blocks), up to the names of its variables: every name is one token and
+indented blocks), nor in the student edition's guide, up to the names of its variables: every name is one token and
 whitespace is ignored, so ``-(lp * adv.detach()).mean()`` is found however its names are spelt. Math in prose is
 fine; code that is the answer is not. A line shaped like something the frame itself holds (``like_inputs(x, y)``)
 says nothing of an answer and is not looked for, nor is a line of fewer than ``MIN_TOKENS`` tokens."""
@@ -18,6 +18,7 @@ from kata.catalogue import stubs
 from kata.catalogue.stubs import BEGIN_SOLUTION, END_SOLUTION
 from kata.concepts.impl import REPOSITORY_ROOT as ROOT
 from kata.concepts.manifest import CONCEPTS
+from kata.grading import release
 
 pytestmark = pytest.mark.frame
 
@@ -115,6 +116,12 @@ def test_the_search_finds_an_answer_however_its_names_are_spelt(answers):
 def test_the_guide_prints_no_line_of_an_answer(answers):
     printed = answers_printed((ROOT / "GUIDE.md").read_text(), answers)
     assert not printed, f"GUIDE.md prints lines of the reference's answers (say it in math or prose): {printed}"
+
+
+def test_the_student_editions_guide_prints_no_line_of_an_answer(answers):
+    guide = release.student_guide((ROOT / "GUIDE.md").read_text())
+    printed = answers_printed(guide, answers)
+    assert not printed, f"the student edition's GUIDE.md prints lines of the reference's answers: {printed}"
 
 
 def github_anchor(heading: str) -> str:
