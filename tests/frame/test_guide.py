@@ -154,3 +154,13 @@ def test_the_guide_names_its_eight_takeaways_near_the_top():
     for c in CONCEPTS:
         assert f"](#{github_anchor(c.guide_heading)})" in top, (
             f"the takeaways before §1 link to {c.name}'s section, #{github_anchor(c.guide_heading)}")
+
+
+GUIDE_LIMIT = 35_000  # characters: a study guide read in an evening; the libraries' details are docs/libraries.md
+
+
+def test_the_guide_stays_a_study_guide():
+    size = len((ROOT / "GUIDE.md").read_text(encoding="utf-8"))
+    assert size <= GUIDE_LIMIT, (
+        f"GUIDE.md holds {size} characters, over {GUIDE_LIMIT}: move library details to docs/libraries.md and "
+        "figures to docs/benchmarks.md")
