@@ -47,6 +47,10 @@ for _name in ("dev", "ci", "thorough"):
         phases=(Phase.explicit, Phase.reuse, Phase.generate),
     )
 settings.load_profile(os.environ.get("KATA_HYPOTHESIS_PROFILE", "dev"))
+# The student's profiles run, before their own random examples, every example that the derandomized profile grading
+# uses runs: code that fails under grading fails `kata check` on every run, with the same smallest counterexample,
+# and the random examples after them look further than grading does.
+GRADING_FIRST = {"dev": "ci", "dev-no-shrink": "ci-no-shrink"}
 
 FRAME_MARKER = "frame"
 PARITY_MARKER = "parity"  # tests/parity: the reference against the libraries (docs/parity.md)
@@ -158,6 +162,25 @@ def impl(request: pytest.FixtureRequest) -> implementations.Implementation:
     return implementations.load(
         spec, mistake=request.config.getoption("--mistake"), variant=request.config.getoption("--variant")
     )
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_pyfunc_call(pyfuncitem: pytest.Function):
+    first = GRADING_FIRST.get(settings._current_profile)  # noqa: SLF001 - the profile's name is only kept here
+    test = pyfuncitem.obj
+    if first is not None and getattr(test, "is_hypothesis_test", False):
+        own = test._hypothesis_internal_use_settings
+        # Hypothesis reads a test's settings when the test is called; a test that set its own keeps them, derandomized
+        # as grading's are.
+        profile = settings.get_profile(settings._current_profile)  # noqa: SLF001
+        grading = (settings.get_profile(first) if own is profile
+                   else settings(own, derandomize=True, database=None))
+        test._hypothesis_internal_use_settings = grading
+        try:
+            test(**{name: pyfuncitem.funcargs[name] for name in pyfuncitem._fixtureinfo.argnames})
+        finally:
+            test._hypothesis_internal_use_settings = own
+    return (yield)
 
 
 # ---- readable failures -----------------------------------------------------------------------------------------

@@ -207,4 +207,4 @@ for row in sequence_run["greedy"]:
 # post-training adds a reference policy and its KL penalty, distributed and delayed rollouts, learned or much
 # richer reward signals, length control, mixed objectives and the engineering around all of it.
 #
-# GUIDE.md ends with the module's practical takeaways.
+# GUIDE.md opens with the module's eight takeaways, each linking its section.

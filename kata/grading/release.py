@@ -4,7 +4,8 @@
 
 The edition is a complete repository a class can be given (``git init`` ready, or a GitHub Classroom template):
 the stubs (written afresh from solutions/, whatever exercises/ holds in this checkout), the concept tests and
-their assertions, the frame a student needs (kata/ without the catalogue and grading), GUIDE.md, the lab's notebook,
+their assertions, the frame a student needs (kata/ without the catalogue and grading), GUIDE.md (without its
+instructor-only passages, so that it names nothing the edition lacks: ``student_guide``), the lab's notebook,
 a README for students, the project files, and ``.github/workflows/classroom.yml``: the workflow GitHub Classroom's
 autograding reads, one graded step per concept worth its points, on the CPU build of torch. It holds no
 solutions/, mistakes/ or variants/, no grading code, and no line of an answer (tests/frame/test_release.py searches
@@ -14,6 +15,7 @@ beside it, to ``OUT-autograder.zip`` by default, as otter-grader's ``otter assig
 
 from __future__ import annotations
 
+import re
 import shutil
 import tomllib
 from pathlib import Path
@@ -26,8 +28,9 @@ from kata.grading import autograder
 
 LEFT_OUT_OF_KATA = ("catalogue", "grading")  # the instructor's tools: they need the answers
 NOT_COPIED = shutil.ignore_patterns("__pycache__", "*.pyc", ".hypothesis", ".kata", *LEFT_OUT_OF_KATA)
-COPIED_FILES = ("conftest.py", "requirements.txt", "GUIDE.md", "notebooks/lab.py", "notebooks/lab.ipynb",
-                ".gitignore")
+COPIED_FILES = ("conftest.py", "requirements.txt", "notebooks/lab.py", "notebooks/lab.ipynb", ".gitignore")
+GUIDE = "GUIDE.md"  # written from the instructor's, its instructor-only passages left out (student_guide)
+INSTRUCTOR_ONLY = re.compile(r"<!-- instructor -->.*?<!-- /instructor -->", re.DOTALL)
 PRISTINE = Path("kata") / "student" / "pristine"  # the stubs as handed out: `kata status` tells written from given
 WORKFLOW = Path(".github") / "workflows" / "classroom.yml"
 TORCH_INDEX = autograder.TORCH_INDEX
@@ -54,6 +57,7 @@ def release(out: Path, *, repository: Path = REPOSITORY_ROOT, autograder_zip: Pa
         if (repository / name).is_file():
             (out / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(repository / name, out / name)
+    (out / GUIDE).write_text(student_guide((repository / GUIDE).read_text(encoding="utf-8")), encoding="utf-8")
     (out / "exercises").mkdir()
     (out / PRISTINE).mkdir(parents=True)
     shutil.copy2(repository / "exercises" / "__init__.py", out / "exercises" / "__init__.py")
@@ -70,6 +74,25 @@ def release(out: Path, *, repository: Path = REPOSITORY_ROOT, autograder_zip: Pa
     zipped = Path(autograder_zip) if autograder_zip is not None else out.with_name(f"{out.name}-autograder.zip")
     autograder.build(zipped, repository=repository)
     return out, zipped
+
+
+# ---- the study guide ---------------------------------------------------------------------------------------------
+
+
+def student_guide(guide: str) -> str:
+    """GUIDE.md for the edition: the passages marked ``<!-- instructor -->`` ... ``<!-- /instructor -->`` (the
+    library companion, solutions/, the catalogue, the benchmarks: what the edition does not hold) left out. A line
+    that held nothing but such a passage goes with it, so no empty quote or paragraph is left behind."""
+    kept = []
+    for line in guide.splitlines(keepends=True):
+        stripped = INSTRUCTOR_ONLY.sub("", line)
+        if stripped != line:
+            if stripped.strip() in ("", ">"):
+                continue
+            stripped = stripped.rstrip() + "\n"
+        kept.append(stripped)
+    text = INSTRUCTOR_ONLY.sub("", "".join(kept))  # passages over several lines
+    return re.sub(r"\n{3,}", "\n\n", text)
 
 
 # ---- the project file --------------------------------------------------------------------------------------------

@@ -239,64 +239,6 @@ def test_every_file_is_mirrored():
     assert names == {p.name for p in EXERCISES.glob("*.py")}, "exercises/ and solutions/ mirror file for file"
 
 
-# ---- the import paths a student's file was written against ---------------------------------------------------------
-
-
-def test_every_moved_module_resolves_by_its_old_path_to_the_same_module():
-    import importlib
-    import importlib.util
-
-    import kata
-
-    for old, new in kata.MOVED.items():
-        if new == "kata.grading.guard":  # importing it forbids importing solutions in this process: its spec only
-            assert importlib.util.find_spec(old).loader_state == new, f"`import {old}` would give {new}"
-            continue
-        assert importlib.import_module(old) is importlib.import_module(new), (
-            f"`import {old}` (a path the stubs used before kata/ was laid out by role) gives the module {new}")
-    from kata.contracts.gae import gae_inputs
-    from kata.concepts.contracts.gae import gae_inputs as at_its_new_home
-
-    assert gae_inputs is at_its_new_home, "a module inside a moved package resolves by its old path too"
-
-
-def written_against_the_old_paths(destination: Path) -> Path:
-    """The reference with every kata import written as the stubs wrote it before the move (``kata.ppo_frame``)."""
-    import re
-
-    import kata
-
-    back = {new: old for old, new in kata.MOVED.items()}
-    pattern = re.compile(r"\bkata(?:\.\w+)+")
-
-    def old_path(match: re.Match[str]) -> str:
-        name = match.group(0)
-        for new in sorted(back, key=len, reverse=True):
-            if name == new or name.startswith(new + "."):
-                return back[new] + name[len(new):]
-        return name
-
-    copy_of_solutions(destination)
-    for path in destination.glob("*.py"):
-        path.write_text(pattern.sub(old_path, path.read_text()))
-    return destination
-
-
-@pytest.mark.e2e
-def test_a_file_written_against_the_old_import_paths_still_imports_and_passes(tmp_path):
-    folder = written_against_the_old_paths(tmp_path / "written-before-the-move")
-    text = (folder / "ppo_cartpole.py").read_text()
-    assert "from kata.ppo_frame import" in text and "from kata.contracts.ppo_cartpole import" in text, (
-        "the copy imports the old paths, as a student's file written against the earlier stubs does")
-    # The concepts whose modules import the most moved paths: the loops' frames, networks, optimizer, contracts.
-    completed = subprocess.run(
-        [sys.executable, "-m", "pytest", "tests/test_gae.py", "tests/test_ppo_cartpole.py", "tests/test_rloo_loop.py",
-         f"--impl={folder}", "-m", "not slow", "-q", "-p", "no:cacheprovider", "--kata-no-progress"],
-        cwd=ROOT, capture_output=True, text=True)
-    assert completed.returncode == 0, (
-        f"the reference written against the old import paths passes its tests: {completed.stdout[-2000:]}")
-
-
 @pytest.mark.e2e
 def test_pytest_started_outside_the_repository_runs_the_kata_tests_from_it(tmp_path):
     submissions = tmp_path / "submissions"

@@ -107,6 +107,56 @@ def test_a_folder_holding_a_students_work_is_never_offered_to_force(tmp_path):
         f"an edition a student works in must not be offered to --force, which replaces it: {refused.value}")
 
 
+INSTRUCTORS_TOP_LEVEL = {path.name for path in ROOT.iterdir()
+                         if not path.name.startswith(".") and not path.name.endswith(".egg-info")}
+PATH_LIKE = re.compile(r"(?<![\w./-])((?:[A-Za-z_][\w.-]*/)+[\w.-]*)")
+FILE_NAME = re.compile(r"(?<![\w./-])([\w-]+\.(?:md|py|toml|ipynb|yml|txt))\b")
+
+
+def paths_missing(out: Path) -> list[str]:
+    """What the edition's markdown files point to that the edition lacks: a link's target, a path under one of the
+    instructor's repository's top-level folders or files (solutions/, docs/libraries.md, tests/parity, ...), or a
+    file named bare (CLAIMS.md) that is nowhere in the edition."""
+    names = {path.name for path in out.rglob("*") if path.is_file()}
+    missing = []
+    for markdown in sorted(out.rglob("*.md")):
+        if ".venv" in markdown.parts:
+            continue
+        text = markdown.read_text()
+        where = markdown.relative_to(out).as_posix()
+        for target in re.findall(r"\]\(([^)\s]+)\)", text):
+            file = target.partition("#")[0]
+            if file and not target.startswith(("http://", "https://", "mailto:")):
+                if not (markdown.parent / file).exists():
+                    missing.append(f"{where}: link {target}")
+        for path in PATH_LIKE.findall(text):
+            path = path.rstrip(".,;:")
+            if path.split("/")[0] in INSTRUCTORS_TOP_LEVEL and not (out / path).exists():
+                missing.append(f"{where}: {path}")
+        missing += [f"{where}: {name}" for name in FILE_NAME.findall(text) if name not in names]
+    return missing
+
+
+def test_the_editions_pages_speak_only_of_what_it_ships(edition):
+    out, _ = edition
+    assert (out / "GUIDE.md").read_text() == release.student_guide((ROOT / "GUIDE.md").read_text()), (
+        "the edition's GUIDE.md is the instructor's, its instructor-only passages left out")
+    guide = (out / "GUIDE.md").read_text()
+    assert "<!-- instructor -->" not in guide and "<!-- /instructor -->" not in guide, (
+        "every instructor-only passage is left out of the edition's guide, markers included")
+    for c in CONCEPTS:
+        assert f"\n## {c.guide_heading}\n" in guide, f"the edition's guide keeps the section of {c.name}"
+    missing = paths_missing(out)
+    assert not missing, f"the edition's markdown points to paths it does not hold: {missing}"
+
+
+def test_the_path_check_finds_what_the_instructors_guide_points_to(tmp_path):
+    (tmp_path / "GUIDE.md").write_text((ROOT / "GUIDE.md").read_text())
+    missing = paths_missing(tmp_path)
+    assert any("docs/libraries.md" in m for m in missing) and any("mistakes/" in m for m in missing), (
+        f"the check sees the instructor-only references of the full guide: {missing}")
+
+
 def test_the_workflow_grades_each_concept_for_its_points(edition):
     out, _ = edition
     workflow = (out / ".github" / "workflows" / "classroom.yml").read_text()
