@@ -181,9 +181,11 @@ def check(concept_names: list[str], root: Path = REPOSITORY_ROOT) -> list[str]:
         if record.fingerprint != fingerprint(name, root):
             problems.append(f"{name}: {', '.join(fingerprint_files(name, root))} changed since its record was "
                             f"written ({record.date}); {rerun}")
-        for s in record.unexplained:
-            problems.append(f"{name}: {s.name} {s.status} and has no `equivalent` reason in {RECORDS}/{name}.toml: "
-                            f"kill it with a sharper test, then {rerun}; or write why no test can tell it apart")
+        if record.unexplained:
+            names = ", ".join(s.name.rpartition(".")[2] for s in record.unexplained)
+            problems.append(f"{name}: {len(record.unexplained)} survivor(s) without an `equivalent` reason in "
+                            f"{RECORDS}/{name}.toml ({names}): kill each with a sharper test and {rerun}, or write "
+                            "why no input the contract admits can tell it from the reference")
     if (root / REPORT).is_file() and report(root) != (root / REPORT).read_text(encoding="utf-8"):
         problems.append(f"{REPORT} is not the records' table: run `{COMMAND} --report`")
     return problems
