@@ -337,7 +337,11 @@ def main(argv: list[str] | None = None) -> int:
         return 1 if problems else 0
     if not args.report:
         for name in names:
-            record = measure(name, args.jobs, keep=args.keep)
+            try:
+                record = measure(name, args.jobs, keep=args.keep)
+            except RuntimeError as error:  # mutmut's own failure (a failing clean run, say): its log's tail says why
+                print(error, file=sys.stderr)
+                return 1
             keep_reasons(record, load(name))
             record_path(name).parent.mkdir(exist_ok=True)
             record_path(name).write_text(dumps(record), encoding="utf-8")
