@@ -2,6 +2,8 @@
 concept's tests fail to notice.
 
     python -m kata.catalogue.mutation [CONCEPT ...]     run mutmut, write mutation/<concept>.toml and docs/mutation.md
+    python -m kata.catalogue.mutation --checks CONCEPT  the same for its argument checks, kata/concepts/contracts/
+                                                        <concept>.py: mutation/<concept>.checks.toml
     python -m kata.catalogue.mutation --check           no mutation run: every record is current and every survivor
                                                         has a reason (what CI runs)
 
@@ -49,6 +51,9 @@ COPIED = ("kata", "solutions", "exercises", "tests", "mistakes", "variants", "co
 DETECTED = {"killed", "caught by type check", "segfault"}
 TIMEOUT = "timeout"
 COMMAND = "python -m kata.catalogue.mutation"
+# What a run mutates: the reference (a record each concept must have), or the argument checks it shares with its
+# stub (a record where one was made: the checks are not what the concept teaches, and a stub carries them too).
+MUTATED = {"reference": "solutions/{}.py", "checks": "kata/concepts/contracts/{}.py"}
 
 
 def fingerprint_files(concept_name: str, root: Path = REPOSITORY_ROOT) -> list[str]:
@@ -95,6 +100,11 @@ class Record:
     killed: int
     timeouts: int
     survivors: list[Survivor] = field(default_factory=list)
+    part: str = "reference"  # a key of MUTATED
+
+    @property
+    def mutated(self) -> str:
+        return MUTATED[self.part].format(self.concept)
 
     @property
     def equivalent(self) -> int:
@@ -110,8 +120,8 @@ class Record:
         return (self.killed + self.timeouts) / judged if judged else 1.0
 
 
-def record_path(concept_name: str, root: Path = REPOSITORY_ROOT) -> Path:
-    return root / RECORDS / f"{concept_name}.toml"
+def record_path(concept_name: str, root: Path = REPOSITORY_ROOT, part: str = "reference") -> Path:
+    return root / RECORDS / (f"{concept_name}.toml" if part == "reference" else f"{concept_name}.{part}.toml")
 
 
 def _string(text: str) -> str:
@@ -123,10 +133,11 @@ def _string(text: str) -> str:
 
 def dumps(record: Record) -> str:
     lines = [
-        f"# What mutation testing left alive in solutions/{record.concept}.py. Written by `{COMMAND} "
-        f"{record.concept}`;",
+        f"# What mutation testing left alive in {record.mutated}. Written by `{COMMAND} "
+        + ("--checks " if record.part == "checks" else "") + f"{record.concept}`;",
         "# by hand only: `equivalent`, one line saying why no test can tell that mutant from the reference.",
-        f"tool = {_string(TOOL)}", f"version = {_string(record.version)}", f"date = {_string(record.date)}",
+        f"mutated = {_string(record.mutated)}", f"tool = {_string(TOOL)}", f"version = {_string(record.version)}",
+        f"date = {_string(record.date)}",
         f"profile = {_string(PROFILE)}", "slow_tests = false", f"seconds = {record.seconds:.0f}",
         f"fingerprint = {_string(record.fingerprint)}",
         "files = [" + ", ".join(_string(f) for f in record.files) + "]",
@@ -146,11 +157,11 @@ def loads(text: str, concept_name: str) -> Record:
                  for s in data.get("survivor", [])]
     return Record(concept_name, data["version"], data["date"], float(data.get("seconds", 0)), data["fingerprint"],
                   list(data.get("files", [])), int(data["mutants"]), int(data["killed"]), int(data["timeouts"]),
-                  survivors)
+                  survivors, "checks" if data.get("mutated", "").startswith("kata/") else "reference")
 
 
-def load(concept_name: str, root: Path = REPOSITORY_ROOT) -> Record | None:
-    path = record_path(concept_name, root)
+def load(concept_name: str, root: Path = REPOSITORY_ROOT, part: str = "reference") -> Record | None:
+    path = record_path(concept_name, root, part)
     return loads(path.read_text(encoding="utf-8"), concept_name) if path.is_file() else None
 
 
@@ -171,21 +182,23 @@ def check(concept_names: list[str], root: Path = REPOSITORY_ROOT) -> list[str]:
     """Print each concept's score; return the problems: a record missing or stale, a survivor without a reason, a
     report that is not the records'."""
     problems = []
-    for name in concept_names:
-        record = load(name, root)
-        rerun = f"re-run `{COMMAND} {name}`"
+    for name, part in [(n, part) for n in concept_names for part in MUTATED]:
+        record = load(name, root, part)
+        rerun = f"re-run `{COMMAND} {'--checks ' if part == 'checks' else ''}{name}`"
+        where = record_path(name, root, part).relative_to(root)
         if record is None:
-            problems.append(f"{name}: no record {RECORDS}/{name}.toml; {rerun}")
+            if part == "reference":
+                problems.append(f"{name}: no record {where}; {rerun}")
             continue
-        print(f"{name}: {summary(record)}")
+        print(f"{name} ({record.mutated}): {summary(record)}")
         if record.fingerprint != fingerprint(name, root):
-            problems.append(f"{name}: {', '.join(fingerprint_files(name, root))} changed since its record was "
+            problems.append(f"{name}: {', '.join(fingerprint_files(name, root))} changed since {where} was "
                             f"written ({record.date}); {rerun}")
         if record.unexplained:
             names = ", ".join(s.name.rpartition(".")[2] for s in record.unexplained)
             problems.append(f"{name}: {len(record.unexplained)} survivor(s) without an `equivalent` reason in "
-                            f"{RECORDS}/{name}.toml ({names}): kill each with a sharper test and {rerun}, or write "
-                            "why no input the contract admits can tell it from the reference")
+                            f"{where} ({names}): kill each with a sharper test and {rerun}, or write why no input "
+                            "the contract admits can tell it from the reference")
     if (root / REPORT).is_file() and report(root) != (root / REPORT).read_text(encoding="utf-8"):
         problems.append(f"{REPORT} is not the records' table: run `{COMMAND} --report`")
     return problems
@@ -201,15 +214,16 @@ def summary(record: Record) -> str:
 
 
 def table(root: Path = REPOSITORY_ROOT) -> str:
-    rows = ["| concept | tool | date | mutants | killed | timeouts | equivalent | unexplained | score |",
-            "|---|---|---|---|---|---|---|---|---|"]
-    for c in CONCEPTS:
-        r = load(c.name, root)
+    rows = ["| concept | mutated | tool | date | mutants | killed | timeouts | equivalent | unexplained | score |",
+            "|---|---|---|---|---|---|---|---|---|---|"]
+    for c, part in [(c, part) for c in CONCEPTS for part in MUTATED]:
+        r = load(c.name, root, part)
         if r is None:
-            rows.append(f"| {c.name} | not measured | | | | | | | |")
+            if part == "reference":
+                rows.append(f"| {c.name} | `{MUTATED[part].format(c.name)}` | not measured | | | | | | | |")
             continue
-        rows.append(f"| {c.name} | {TOOL} {r.version} | {r.date} | {r.mutants} | {r.killed} | {r.timeouts} | "
-                    f"{r.equivalent} | {len(r.unexplained)} | {r.score:.1%} |")
+        rows.append(f"| {c.name} | `{r.mutated}` | {TOOL} {r.version} | {r.date} | {r.mutants} | {r.killed} | "
+                    f"{r.timeouts} | {r.equivalent} | {len(r.unexplained)} | {r.score:.1%} |")
     return "\n".join(rows)
 
 
@@ -227,13 +241,15 @@ def _toml_list(items: list[str]) -> str:
     return "[" + ", ".join(json.dumps(i) for i in items) + "]"
 
 
-def mutmut_config(concept_name: str) -> str:
+def mutmut_config(concept_name: str, part: str = "reference") -> str:
     """The [tool.mutmut] table the scratch copy's pyproject.toml gets."""
+    mutated = MUTATED[part].format(concept_name)
+    package = mutated.partition("/")[0]  # mutmut copies the package it mutates; also_copy the rest
     return "\n".join([
         "", "[tool.mutmut]",
-        'source_paths = ["solutions"]',
-        f"only_mutate = {_toml_list([f'solutions/{concept_name}.py'])}",
-        f"also_copy = {_toml_list([c for c in COPIED if c not in ('solutions', 'tests', 'pyproject.toml')])}",
+        f"source_paths = {_toml_list([package])}",
+        f"only_mutate = {_toml_list([mutated])}",
+        f"also_copy = {_toml_list([c for c in COPIED if c not in (package, 'tests', 'pyproject.toml')])}",
         f"pytest_add_cli_args = {_toml_list(['--impl=solutions', '-m', f'{concept_name} and not slow'])}",
         f"pytest_add_cli_args_test_selection = {_toml_list([f'tests/test_{concept_name}.py'])}",
         "",
@@ -274,8 +290,9 @@ def changed_lines(diff: str) -> str:
     return "\n".join(kept) + "\n"
 
 
-def measure(concept_name: str, jobs: int, keep: bool = False) -> Record:
-    """Run mutmut over solutions/<concept>.py in a scratch copy; the record of what survived."""
+def measure(concept_name: str, jobs: int, keep: bool = False, part: str = "reference") -> Record:
+    """Run mutmut over solutions/<concept>.py (or its argument checks) in a scratch copy; the record of what
+    survived."""
     from importlib.metadata import version
 
     started = time.monotonic()
@@ -283,7 +300,7 @@ def measure(concept_name: str, jobs: int, keep: bool = False) -> Record:
     try:
         _scratch_copy(scratch)
         with (scratch / "pyproject.toml").open("a") as project:
-            project.write(mutmut_config(concept_name))
+            project.write(mutmut_config(concept_name, part))
         log = scratch / "mutmut-run.log"
         ran = _mutmut(["-m", "mutmut", "run", "--max-children", str(jobs)], scratch, log)
         if ran.returncode != 0:
@@ -306,7 +323,7 @@ def measure(concept_name: str, jobs: int, keep: bool = False) -> Record:
             concept_name, version(TOOL), datetime.datetime.now(datetime.timezone.utc).date().isoformat(),
             time.monotonic() - started, fingerprint(concept_name), fingerprint_files(concept_name),
             len(verdicts), sum(1 for v in verdicts.values() if v in DETECTED),
-            sum(1 for v in verdicts.values() if v == TIMEOUT), survivors)
+            sum(1 for v in verdicts.values() if v == TIMEOUT), survivors, part)
     finally:
         if keep:
             print(f"{concept_name}: the scratch copy is kept in {scratch} (`mutmut browse` there)")
@@ -324,6 +341,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("concepts", nargs="*", help="concepts to mutate (default: all of them)")
     parser.add_argument("--check", action="store_true",
                         help="run nothing: fail unless every record is current and every survivor has a reason")
+    parser.add_argument("--checks", action="store_true",
+                        help="mutate the concepts' argument checks (kata/concepts/contracts/) instead of solutions/")
     parser.add_argument("--report", action="store_true", help=f"only rewrite {REPORT}'s table from the records")
     parser.add_argument("--jobs", type=int, default=2, help="mutants tested at once (default 2)")
     parser.add_argument("--keep", action="store_true", help="keep the scratch copy, for mutmut browse/show")
@@ -335,16 +354,17 @@ def main(argv: list[str] | None = None) -> int:
             print(problem)
         print("mutation records: " + (f"{len(problems)} problem(s)" if problems else "every record is current"))
         return 1 if problems else 0
+    part = "checks" if args.checks else "reference"
     if not args.report:
         for name in names:
             try:
-                record = measure(name, args.jobs, keep=args.keep)
+                record = measure(name, args.jobs, keep=args.keep, part=part)
             except RuntimeError as error:  # mutmut's own failure (a failing clean run, say): its log's tail says why
                 print(error, file=sys.stderr)
                 return 1
-            keep_reasons(record, load(name))
-            record_path(name).parent.mkdir(exist_ok=True)
-            record_path(name).write_text(dumps(record), encoding="utf-8")
+            keep_reasons(record, load(name, part=part))
+            record_path(name, part=part).parent.mkdir(exist_ok=True)
+            record_path(name, part=part).write_text(dumps(record), encoding="utf-8")
             print(f"{name}: {summary(record)} in {record.seconds:.0f} s", flush=True)
             for s in record.unexplained:
                 print(f"    {s.name} ({s.status}): {' | '.join(s.diff.splitlines())}")
