@@ -144,6 +144,27 @@ def gae_batches(
         gae_lambda=draw(st.one_of(st.just(1.0), st.just(0.0), unit_interval)),
     )
 
+
+GAE_VALUE_ARRAYS = ("rewards", "values", "next_values")
+GAE_MASKS = ("terminated", "trace_cuts")
+
+
+@st.composite
+def gae_typed_batches(draw, **sizes) -> dict:
+    """A :func:`gae_batches` batch as a caller may pass it: each value array float32 or float64, each mask bool,
+    0/1 int64 or 0/1 float, and each of the five arrays NumPy or a tensor (:func:`containers`)."""
+    batch = draw(gae_batches(**sizes))
+    for key in GAE_VALUE_ARRAYS:
+        batch[key] = batch[key].astype(draw(float_dtypes))
+    for key in GAE_MASKS:
+        batch[key] = batch[key].astype(draw(st.sampled_from([np.bool_, np.int64, np.float32])))
+    return draw(containers(batch))
+
+
+def ignored_values(shape) -> st.SearchStrategy[np.ndarray]:
+    """Arrays of ``shape`` whose every element is one of :data:`IGNORED_VALUES` (NaN and ±inf drawn often)."""
+    return hnp.arrays(np.float64, shape, elements=st.sampled_from(IGNORED_VALUES))
+
 # ---- 4. clipped_surrogate --------------------------------------------------------------------------------------
 
 @st.composite
