@@ -183,10 +183,24 @@ def _container_values_and_gradients(*float_names: str):
         import torch
 
         result = function(**case)
-        kind = "tensor" if isinstance(result, torch.Tensor) else type(result).__name__
+        kind = tuple("tensor" if isinstance(part, torch.Tensor) else type(part).__name__
+                     for part in (result if isinstance(result, tuple) else (result,)))
         return kind, values(lambda **_: result, case), gradients(function, case)
 
     return observe
+
+
+def _surrogate_cases() -> list[Any]:
+    """Drawn batches; every third with only the advantages as a tensor (the terms must be tensors then); and the
+    first eight again with both log-probabilities moved far below 0 (-800), where exp of either underflows."""
+    import torch
+
+    drawn = _drawn("ppo_batches")()
+    mixed = [dict(case, advantages=torch.from_numpy(case["advantages"].copy())) if index % 3 == 0 else case
+             for index, case in enumerate(drawn)]
+    far = [dict(case, new_log_probs=case["new_log_probs"] - 800.0, old_log_probs=case["old_log_probs"] - 800.0)
+           for case in drawn[:8]]
+    return mixed + far
 
 
 def _overflowing_log_ratios() -> list[Any]:
@@ -290,13 +304,14 @@ PROBE_SETS: tuple[ProbeSet, ...] = (
     ProbeSet("gae_advantages", "gae", _gae_cases,
              guarded(_container_values_and_gradients("rewards", "values", "next_values"))),
     # 4. clipped_surrogate
-    ProbeSet("clipped_surrogate_terms", "clipped_surrogate", _drawn("ppo_batches"),
-             guarded(with_gradients(*_SURROGATE))),
+    ProbeSet("clipped_surrogate_terms", "clipped_surrogate", _surrogate_cases,
+             guarded(_container_values_and_gradients(*_SURROGATE))),
     ProbeSet("clipped_policy_loss", "clipped_surrogate", _drawn("ppo_batches"), guarded(with_gradients(*_SURROGATE))),
     ProbeSet("clipped_value_loss", "clipped_surrogate", _drawn("value_batches"), guarded(values)),
     ProbeSet("ppo_loss", "clipped_surrogate", _drawn("ppo_loss_cases"), guarded(values)),
     ProbeSet("approximate_kl", "clipped_surrogate",
-             _drawn("ppo_batches", build=_pick("new_log_probs", "old_log_probs")), guarded(values)),
+             _drawn("ppo_batches", build=_pick("new_log_probs", "old_log_probs")),
+             guarded(with_gradients("new_log_probs", "old_log_probs"))),
     ProbeSet("active_clip_fraction", "clipped_surrogate", _drawn("ppo_batches", extra=_clip_boundaries),
              guarded(values)),
     ProbeSet("ratio_outside_fraction", "clipped_surrogate",

@@ -200,6 +200,27 @@ def value_batches(draw, max_samples: int = 12) -> dict:
                 returns=draw(float_arrays(shape, -10.0, 10.0)), clip_epsilon=draw(clip_epsilons))
 
 
+SURROGATE_ARRAYS = ("new_log_probs", "old_log_probs", "advantages")
+VALUE_ARRAYS = ("values", "old_values", "returns")
+
+
+@st.composite
+def typed_batches(draw, batches: st.SearchStrategy[dict], names: tuple[str, ...], log_probs: bool = False) -> dict:
+    """A batch as a caller may pass it: each of ``names`` float32 or float64 and NumPy or a tensor, independently
+    (:func:`containers`). With ``log_probs``, half the batches move both log-probabilities by one of
+    :func:`extreme_log_probs` of their promoted dtype: the ratio is unchanged, ``exp`` of either underflows."""
+    batch = draw(batches)
+    dtypes = {name: draw(float_dtypes) for name in names}
+    if log_probs and draw(st.booleans()):
+        offset = draw(st.sampled_from(extreme_log_probs(np.result_type(dtypes["new_log_probs"],
+                                                                       dtypes["old_log_probs"]))))
+        for name in ("new_log_probs", "old_log_probs"):
+            batch[name] = batch[name] + offset
+    for name in names:
+        batch[name] = batch[name].astype(dtypes[name])
+    return draw(containers(batch))
+
+
 @st.composite
 def entropy_batches(draw, max_samples: int = 12) -> np.ndarray:
     """Per-sample entropies in [0, 2], of shape [N] or [B, N]."""
