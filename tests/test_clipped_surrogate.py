@@ -136,7 +136,8 @@ def test_terms_are_the_ratio_its_two_branches_and_their_minimum(impl, batch):
           "the policy loss is -mean(pessimistic): minus, because the optimiser minimises and PPO maximises the "
           "surrogate", readings={"+mean(pessimistic): the sign is flipped": expected[3].mean()})
     for key, value in originals.items():
-        np.testing.assert_array_equal(batch[key], value, err_msg=f"{key} was changed in place")
+        assert np.array_equal(batch[key], value), (
+            f"{key} was changed in place: clipped_surrogate_terms and clipped_policy_loss never change their inputs")
 
     tensors = {key: torch.tensor(value, dtype=torch.float32) if isinstance(value, np.ndarray) else value
                for key, value in batch.items()}
@@ -537,10 +538,11 @@ def test_surrogate_functions_keep_container_dtype_and_extreme_log_probs(impl, ba
 
     epsilon = batch["clip_epsilon"]
     binds = clip_binds(ratio, plain64["advantages"], epsilon)
+    graded = require_grad(batch, SURROGATE_ARRAYS)
     for name, fraction, names, count, rule in (
-        ("active_clip_fraction", impl.active_clip_fraction(**batch), SURROGATE_ARRAYS, binds.sum(),
+        ("active_clip_fraction", impl.active_clip_fraction(**graded), SURROGATE_ARRAYS, binds.sum(),
          "A > 0 and r > 1 + ε, or A < 0 and r < 1 - ε"),
-        ("ratio_outside_fraction", impl.ratio_outside_fraction(batch["new_log_probs"], batch["old_log_probs"],
+        ("ratio_outside_fraction", impl.ratio_outside_fraction(graded["new_log_probs"], graded["old_log_probs"],
                                                                epsilon), log_probs,
          (np.abs(ratio - 1.0) > epsilon).sum(), "|r - 1| > ε"),
     ):
@@ -613,6 +615,15 @@ def test_bad_input_is_a_clear_error(impl):
                 function(**{**good, **change})
     with pytest.raises(ValueError, match="old_log_probs"):
         impl.approximate_kl(np.zeros(3), np.zeros(2))
+    with pytest.raises(ValueError, match="new_log_probs"):
+        impl.approximate_kl(np.zeros(0), np.zeros(0))
+    with pytest.raises(ValueError, match="new_log_probs"):
+        impl.ratio_outside_fraction(np.zeros(0), np.zeros(0), clip_epsilon=0.2)
+    for change, argument in [(dict(values=np.zeros(0), old_values=np.zeros(0), returns=np.zeros(0)), "values"),
+                             (dict(clip_epsilon=-0.5), "clip_epsilon")]:
+        with pytest.raises(ValueError, match=argument):
+            impl.clipped_value_loss(**{**dict(values=np.zeros(3), old_values=np.zeros(3), returns=np.ones(3),
+                                              clip_epsilon=0.2), **change})
     with pytest.raises(ValueError, match="clip_epsilon"):
         impl.ratio_outside_fraction(np.zeros(3), np.zeros(3), clip_epsilon=0.0)
     with pytest.raises(ValueError, match="old_log_probs"):
@@ -635,3 +646,11 @@ def test_bad_input_is_a_clear_error(impl):
     ]:
         with pytest.raises(ValueError, match=argument):
             impl.ppo_loss(**{**total, **change})
+
+
+# ---- clauses no test holds, and why ----
+# approximate_kl: "it cannot serve as a KL loss" and "lower variance when the policies are close": consequences
+#     explained for the reader; the tests hold what they follow from (old log-probs detached; the estimator's value).
+# clipped_value_loss: "clip_epsilon in the units of the values": a statement about the caller's choice of ε.
+# ppo_loss: "minimising the loss keeps the policy exploring": the reason for the sign the tests hold.
+# The Examples: run as doctests (python -m pytest --doctest-modules solutions), not here.

@@ -322,7 +322,8 @@ def test_promoted_dtype_container_and_gradients_for_every_argument(impl, batch):
                       f"γ·V'_t·(1 - terminated_t) - V_t: autograd must reach {key}, scaled as δ uses it",
                       rtol=1e-9 if numpy_dtype(batch[key]) == np.float64 else 2e-5)
     for key in arrays:
-        np.testing.assert_array_equal(as_float64(batch[key]), originals[key], err_msg=f"{key} was changed in place")
+        assert np.array_equal(as_float64(batch[key]), originals[key], equal_nan=True), (
+            f"{key} was changed in place: gae_advantages never changes its inputs (build new arrays)")
 
 
 def test_integer_and_float_masks_are_accepted(impl):
