@@ -13,7 +13,7 @@ import torch
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from tests.assertions import assert_differentiable, close, confirmed_readings, gradient, plain
+from tests.assertions import assert_differentiable, close, confirmed_readings, found_and_expected, gradient, plain
 from kata.testing.strategies import (
     SURROGATE_ARRAYS,
     VALUE_ARRAYS,
@@ -426,7 +426,9 @@ def test_a_ratio_at_exactly_one_plus_or_minus_epsilon_is_neither_clipped_nor_out
 
 
 def numpy_dtype(value) -> np.dtype:
-    return torch.empty((), dtype=value.dtype).numpy().dtype if isinstance(value, torch.Tensor) else np.dtype(value.dtype)
+    if isinstance(value, torch.Tensor):
+        return torch.empty((), dtype=value.dtype).numpy().dtype
+    return np.dtype(value.dtype)
 
 
 def as_float64(value) -> np.ndarray:
@@ -493,8 +495,9 @@ def test_surrogate_functions_keep_container_dtype_and_extreme_log_probs(impl, ba
         reading = ("; it equals exp(new) / exp(old), which is 0 / 0 where exp underflows: compute exp(new - old)"
                    if np.array_equal(np.isfinite(found_ratio), np.isfinite(quotient)) else "")
         raise AssertionError(
-            f"log-probs down to {lowest:.4g} in {promoted} gave a ratio of {plain(found_ratio)}: the ratio is finite "
-            f"for any finite log-probabilities, exp(new - old) = {plain(ratio)}{reading}")
+            f"log-probs down to {lowest:.4g} in {promoted} gave a ratio that is not finite "
+            f"({found_and_expected(found_ratio, ratio)}): the ratio is finite for any finite log-probabilities, "
+            f"exp(new - old){reading}")
     for index, (name, part) in enumerate(zip(("ratio", "unclipped", "clipped", "pessimistic"), terms)):
         close(as_float64(part), expected[index],
               f"the {name} term (ratio = exp(new - old), unclipped = r·A, clipped = clip(r, 1 - ε, 1 + ε)·A, "
@@ -599,6 +602,34 @@ def test_ppo_loss_keeps_container_and_dtype(impl, policy_loss, value_loss, entro
 # ---- bad input -------------------------------------------------------------------------------------------------
 
 
+def test_any_one_tensor_argument_gives_a_tensor(impl):
+    surrogate = dict(new_log_probs=np.log([1.5, 0.5, 1.0]), old_log_probs=np.zeros(3), advantages=np.ones(3),
+                     clip_epsilon=0.2)
+    values = dict(values=np.zeros(3), old_values=np.ones(3), returns=np.ones(3), clip_epsilon=0.2)
+    total = dict(policy_loss=np.array(1.0), value_loss=np.array(2.0), entropy=np.ones(3), value_coefficient=0.5,
+                 entropy_coefficient=0.01)
+    log_probs = ("new_log_probs", "old_log_probs")
+    cases = [(impl.clipped_surrogate_terms, surrogate, SURROGATE_ARRAYS),
+             (impl.clipped_policy_loss, surrogate, SURROGATE_ARRAYS),
+             (impl.active_clip_fraction, surrogate, SURROGATE_ARRAYS),
+             (impl.ratio_outside_fraction, {key: surrogate[key] for key in (*log_probs, "clip_epsilon")}, log_probs),
+             (impl.approximate_kl, {key: surrogate[key] for key in log_probs}, log_probs),
+             (impl.clipped_value_loss, values, VALUE_ARRAYS),
+             (impl.ppo_loss, total, ("policy_loss", "value_loss", "entropy"))]
+    for function, arguments, names in cases:
+        for name in names:
+            found = function(**dict(arguments, **{name: torch.from_numpy(arguments[name].copy())}))
+            for part in found if isinstance(found, tuple) else (found,):
+                assert isinstance(part, torch.Tensor), (
+                    f"{function.__name__}: only {name} went in as a tensor and {type(part).__name__} came out; a "
+                    "result is a tensor if any array argument is one")
+
+
+def naming(argument: str) -> str:
+    """A pattern for an error message that names ``argument`` as a word of its own (not inside another name)."""
+    return rf"(?<![A-Za-z_]){argument}(?![A-Za-z_])"
+
+
 def test_bad_input_is_a_clear_error(impl):
     good = dict(new_log_probs=np.zeros(3), old_log_probs=np.zeros(3), advantages=np.ones(3), clip_epsilon=0.2)
     impl.clipped_surrogate_terms(**good)  # valid input works first
@@ -611,28 +642,28 @@ def test_bad_input_is_a_clear_error(impl):
             (dict(clip_epsilon=-0.1), "clip_epsilon"),
             (dict(new_log_probs=np.zeros(0), old_log_probs=np.zeros(0), advantages=np.zeros(0)), "new_log_probs"),
         ]:
-            with pytest.raises(ValueError, match=argument):
+            with pytest.raises(ValueError, match=naming(argument)):
                 function(**{**good, **change})
-    with pytest.raises(ValueError, match="old_log_probs"):
+    with pytest.raises(ValueError, match=naming("old_log_probs")):
         impl.approximate_kl(np.zeros(3), np.zeros(2))
-    with pytest.raises(ValueError, match="new_log_probs"):
+    with pytest.raises(ValueError, match=naming("new_log_probs")):
         impl.approximate_kl(np.zeros(0), np.zeros(0))
-    with pytest.raises(ValueError, match="new_log_probs"):
+    with pytest.raises(ValueError, match=naming("new_log_probs")):
         impl.ratio_outside_fraction(np.zeros(0), np.zeros(0), clip_epsilon=0.2)
     for change, argument in [(dict(values=np.zeros(0), old_values=np.zeros(0), returns=np.zeros(0)), "values"),
                              (dict(clip_epsilon=-0.5), "clip_epsilon")]:
-        with pytest.raises(ValueError, match=argument):
+        with pytest.raises(ValueError, match=naming(argument)):
             impl.clipped_value_loss(**{**dict(values=np.zeros(3), old_values=np.zeros(3), returns=np.ones(3),
                                               clip_epsilon=0.2), **change})
-    with pytest.raises(ValueError, match="clip_epsilon"):
+    with pytest.raises(ValueError, match=naming("clip_epsilon")):
         impl.ratio_outside_fraction(np.zeros(3), np.zeros(3), clip_epsilon=0.0)
-    with pytest.raises(ValueError, match="old_log_probs"):
+    with pytest.raises(ValueError, match=naming("old_log_probs")):
         impl.ratio_outside_fraction(np.zeros(3), np.zeros(2), clip_epsilon=0.2)
 
     values = dict(values=np.zeros(3), old_values=np.zeros(3), returns=np.ones(3), clip_epsilon=0.2)
     for change, argument in [(dict(old_values=np.zeros(2)), "old_values"), (dict(returns=np.ones(4)), "returns"),
                              (dict(clip_epsilon=0.0), "clip_epsilon")]:
-        with pytest.raises(ValueError, match=argument):
+        with pytest.raises(ValueError, match=naming(argument)):
             impl.clipped_value_loss(**{**values, **change})
 
     total = dict(policy_loss=np.array(1.0), value_loss=np.array(2.0), entropy=np.ones(3), value_coefficient=0.5,
@@ -644,7 +675,7 @@ def test_bad_input_is_a_clear_error(impl):
         (dict(value_coefficient=-1.0), "value_coefficient"),
         (dict(entropy_coefficient=-0.01), "entropy_coefficient"),
     ]:
-        with pytest.raises(ValueError, match=argument):
+        with pytest.raises(ValueError, match=naming(argument)):
             impl.ppo_loss(**{**total, **change})
 
 

@@ -13,7 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tests.assertions import assert_differentiable, close, confirmed_readings, gradient, plain
-from kata.testing.strategies import GAE_VALUE_ARRAYS, floats, gae_batches, gae_typed_batches, ignored_values
+from kata.testing.strategies import GAE_MASKS, GAE_VALUE_ARRAYS, floats, gae_batches, ignored_values, typed_batches
 
 pytestmark = pytest.mark.gae
 
@@ -277,7 +277,7 @@ def as_float64(value) -> np.ndarray:
     return value.detach().numpy().astype(np.float64) if isinstance(value, torch.Tensor) else value.astype(np.float64)
 
 
-@given(batch=gae_typed_batches())
+@given(batch=typed_batches(gae_batches(), GAE_VALUE_ARRAYS, masks=GAE_MASKS))
 def test_promoted_dtype_container_and_gradients_for_every_argument(impl, batch):
     """Returns: the promoted dtype of the three value arrays; a tensor if any of the five arrays is a tensor, with
     autograd into each value array; inputs unchanged."""
@@ -326,12 +326,28 @@ def test_promoted_dtype_container_and_gradients_for_every_argument(impl, batch):
             f"{key} was changed in place: gae_advantages never changes its inputs (build new arrays)")
 
 
+def test_any_one_tensor_argument_gives_a_tensor(impl):
+    base = dict(rewards=np.ones(3), values=np.zeros(3), next_values=np.ones(3),
+                terminated=np.array([False, False, True]), trace_cuts=np.array([False, True, True]),
+                gamma=0.5, gae_lambda=0.5)
+    for key in ("rewards", "values", "next_values", "terminated", "trace_cuts"):
+        found = impl.gae_advantages(**dict(base, **{key: torch.from_numpy(base[key].copy())}))
+        assert isinstance(found, torch.Tensor), (
+            f"only {key} went in as a tensor and {type(found).__name__} came out: the advantages are a tensor if any "
+            "of the five arrays is one")
+
+
 def test_integer_and_float_masks_are_accepted(impl):
     base = dict(rewards=np.ones(3), values=np.zeros(3), next_values=np.ones(3), gamma=0.5, gae_lambda=0.5)
     expected = impl.gae_advantages(**base, terminated=np.array([False, False, True]),
                                    trace_cuts=np.array([False, True, True]))
     close(impl.gae_advantages(**base, terminated=np.array([0, 0, 1]), trace_cuts=np.array([0.0, 1.0, 1.0])),
           expected, "0/1 integer or float masks mean the same as booleans")
+
+
+def naming(argument: str) -> str:
+    """A pattern for an error message that names ``argument`` as a word of its own (not inside another name)."""
+    return rf"(?<![A-Za-z_]){argument}(?![A-Za-z_])"
 
 
 def test_bad_input_is_a_clear_error(impl):
@@ -354,7 +370,7 @@ def test_bad_input_is_a_clear_error(impl):
               terminated=np.zeros((3, 2, 1), bool), trace_cuts=np.zeros((3, 2, 1), bool)), "rewards"),
     ]
     for change, argument in cases:
-        with pytest.raises(ValueError, match=argument):
+        with pytest.raises(ValueError, match=naming(argument)):
             impl.gae_advantages(**{**good, **change})
 
 

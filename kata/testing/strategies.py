@@ -145,20 +145,7 @@ def gae_batches(
     )
 
 
-GAE_VALUE_ARRAYS = ("rewards", "values", "next_values")
-GAE_MASKS = ("terminated", "trace_cuts")
-
-
-@st.composite
-def gae_typed_batches(draw, **sizes) -> dict:
-    """A :func:`gae_batches` batch as a caller may pass it: each value array float32 or float64, each mask bool,
-    0/1 int64 or 0/1 float, and each of the five arrays NumPy or a tensor (:func:`containers`)."""
-    batch = draw(gae_batches(**sizes))
-    for key in GAE_VALUE_ARRAYS:
-        batch[key] = batch[key].astype(draw(float_dtypes))
-    for key in GAE_MASKS:
-        batch[key] = batch[key].astype(draw(st.sampled_from([np.bool_, np.int64, np.float32])))
-    return draw(containers(batch))
+GAE_VALUE_ARRAYS, GAE_MASKS = ("rewards", "values", "next_values"), ("terminated", "trace_cuts")
 
 
 def ignored_values(shape) -> st.SearchStrategy[np.ndarray]:
@@ -200,16 +187,19 @@ def value_batches(draw, max_samples: int = 12) -> dict:
                 returns=draw(float_arrays(shape, -10.0, 10.0)), clip_epsilon=draw(clip_epsilons))
 
 
-SURROGATE_ARRAYS = ("new_log_probs", "old_log_probs", "advantages")
-VALUE_ARRAYS = ("values", "old_values", "returns")
+SURROGATE_ARRAYS, VALUE_ARRAYS = ("new_log_probs", "old_log_probs", "advantages"), ("values", "old_values", "returns")
 
 
 @st.composite
-def typed_batches(draw, batches: st.SearchStrategy[dict], names: tuple[str, ...], log_probs: bool = False) -> dict:
-    """A batch as a caller may pass it: each of ``names`` float32 or float64 and NumPy or a tensor, independently
-    (:func:`containers`). With ``log_probs``, half the batches move both log-probabilities by one of
-    :func:`extreme_log_probs` of their promoted dtype: the ratio is unchanged, ``exp`` of either underflows."""
+def typed_batches(draw, batches: st.SearchStrategy[dict], names: tuple[str, ...], log_probs: bool = False,
+                  masks: tuple[str, ...] = ()) -> dict:
+    """A batch as a caller may pass it: each of ``names`` float32 or float64, each of ``masks`` bool, 0/1 int64 or
+    0/1 float32, and every array NumPy or a tensor, independently (:func:`containers`). With ``log_probs``, half
+    the batches move both log-probabilities by one of :func:`extreme_log_probs` of their promoted dtype: the ratio
+    is unchanged, ``exp`` of either underflows."""
     batch = draw(batches)
+    for name in masks:
+        batch[name] = batch[name].astype(draw(st.sampled_from([np.bool_, np.int64, np.float32])))
     dtypes = {name: draw(float_dtypes) for name in names}
     if log_probs and draw(st.booleans()):
         offset = draw(st.sampled_from(extreme_log_probs(np.result_type(dtypes["new_log_probs"],
