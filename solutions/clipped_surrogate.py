@@ -14,8 +14,11 @@ around its old prediction, and an entropy bonus keeps the policy from collapsing
 one update moved the policy: a non-negative KL estimate, the fraction of samples whose clip binds, and the fraction
 whose ratio left ``[1 - ε, 1 + ε]`` at all.
 
-Every function accepts NumPy arrays or torch tensors. A scalar result is a 0-d tensor if any input is a tensor
-(autograd kept for the losses), else a 0-d NumPy array.
+Every function accepts NumPy arrays or torch tensors, in any mixture. A result is a tensor if any array argument
+is a tensor (autograd kept for the losses), else NumPy; a scalar result is 0-d. The terms, the losses and the KL
+estimate come back in the promoted floating dtype of the array arguments (float32 with float64 gives float64); a
+fraction in any floating dtype. Old log-probabilities, advantages, old values and returns are data: no gradient
+ever reaches them, whichever of them is a tensor that requires grad.
 """
 
 from __future__ import annotations
@@ -36,12 +39,15 @@ def clipped_surrogate_terms(
 
     ``ratio = exp(new - old)``, ``unclipped = ratio · A``, ``clipped = clip(ratio, 1 - ε, 1 + ε) · A``,
     ``pessimistic = min(unclipped, clipped)``. Old log-probs and advantages are data: they are detached, so
-    gradient reaches ``new_log_probs`` only.
+    gradient reaches ``new_log_probs`` only. The ratio is exact for any finite log-probabilities, however far below
+    0 (-800 in float64, -120 in float32, where ``exp`` of each underflows to 0 and ``exp(new) / exp(old)`` is
+    ``0 / 0``).
 
     Args:
         new_log_probs: ``log π_new(a|s)``, any shape, floating (carries the gradient).
         old_log_probs: ``log π_old(a|s)`` recorded when the data were sampled, the same shape.
-        advantages: ``A``, the same shape (no broadcasting: expand per-sequence advantages yourself).
+        advantages: ``A``, the same shape (no broadcasting: expand per-sequence advantages yourself), used as
+            given: no normalisation here (a caller that standardises does so before the call).
         clip_epsilon: ε > 0.
 
     Returns:
@@ -199,8 +205,8 @@ def approximate_kl(new_log_probs: ArrayLike, old_log_probs: ArrayLike) -> ArrayL
         old_log_probs: ``log π_old(a|s)`` for the same samples, the same shape (detached: data, never trained).
 
     Returns:
-        A scalar ``>= 0`` up to the rounding of ``r - 1`` (about 1e-16; see the module docstring); call
-        ``.item()`` or ``float()`` on it to log it.
+        A scalar ``>= 0`` up to the rounding of ``r - 1`` (about 1e-16 in float64; see the module docstring),
+        with gradient into ``new_log_probs``; call ``.item()`` or ``float()`` on it to log it.
 
     Raises:
         ValueError: shapes differ, or inputs are empty.
@@ -228,7 +234,9 @@ def active_clip_fraction(
 ) -> ArrayLike:
     """Fraction of samples whose clip binds: ``A > 0 and r > 1 + ε``, or ``A < 0 and r < 1 - ε``.
 
-    Exactly these samples contribute zero gradient to :func:`clipped_policy_loss`. A ratio outside the interval on
+    The advantages are the ones passed, as given: only their signs count, and they are never standardised here
+    (standardising subtracts the mean, which flips some signs). Pass the advantages the policy loss saw: then
+    exactly these samples contribute zero gradient to :func:`clipped_policy_loss`. A ratio outside the interval on
     the other side (``A > 0 and r < 1 - ε``) is not clipped: the min picks the unclipped branch. The inequalities
     are strict: at ``r = 1 ± ε`` exactly the two branches are equal and the gradient is ``-r · A / N``, not zero, so
     such a sample is not counted (``r = 1.5`` with ``ε = 0.5`` and ``A > 0`` is not clipped).

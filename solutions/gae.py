@@ -38,16 +38,20 @@ def gae_advantages(
         rewards: ``[T]`` or time-major ``[T, N]`` rewards ``r_t``.
         values: ``V(s_t)``, the same shape.
         next_values: ``V(s_{t+1})`` for the observation step t produced, the same shape. Ignored where
-            ``terminated``.
+            ``terminated``: any value there, NaN and ±inf included, leaves every advantage unchanged (select the
+            bootstrap, e.g. with ``torch.where``: a mask multiplied in gives ``0 · inf = NaN``).
         terminated: bool or 0/1, the same shape: the task ended at step t (no bootstrap).
         trace_cuts: bool or 0/1, the same shape: the recursion must not continue from t into t + 1 (episode end,
-            time limit, rollout end). Must be True wherever ``terminated`` is.
+            time limit, rollout end). Must be True wherever ``terminated`` is. Nothing at or after t + 1 reaches
+            the advantages up to t, whatever it holds (NaN and ±inf included): at a cut, ``A_t = δ_t``.
         gamma: discount in [0, 1].
         gae_lambda: trace decay λ in [0, 1]; λ = 0 gives the TD residual, λ = 1 the Monte Carlo return minus V.
 
     Returns:
-        Advantages of the same shape, NumPy for NumPy input, a tensor (autograd kept) for tensor input, in the
-        promoted floating dtype of the three value arrays.
+        Advantages of the same shape, in the promoted floating dtype of the three value arrays (float32 with
+        float64 gives float64). NumPy when every argument is NumPy; a tensor if any of the five arrays is a tensor,
+        with autograd kept into each of ``rewards``, ``values`` and ``next_values`` that requires grad (the masks
+        carry none). The inputs are never changed.
 
     Raises:
         ValueError: shapes differ or are not 1-D/2-D, masks are not 0/1, a terminated record is not cut, gamma or
@@ -61,22 +65,24 @@ def gae_advantages(
     """
     x = gae_inputs(rewards, values, next_values, terminated, trace_cuts, gamma, gae_lambda)
     # BEGIN SOLUTION
-    bootstrap = (~x.terminated).to(x.rewards.dtype)
-    carries = (~x.trace_cuts).to(x.rewards.dtype)
-    deltas = x.rewards + x.gamma * x.next_values * bootstrap - x.values
+    # Selected, never multiplied by a 0/1 mask: next_values at a terminal, and whatever lies past a cut, may be
+    # NaN or inf, and 0 · inf is NaN.
+    bootstrapped = torch.where(x.terminated, torch.zeros_like(x.next_values), x.gamma * x.next_values)
+    deltas = x.rewards + bootstrapped - x.values
     decay = x.gamma * x.gae_lambda
 
     # Backwards over time; out-of-place updates keep autograd intact for tensor inputs.
     advantages = [deltas[0]] * deltas.shape[0]
     following = torch.zeros_like(deltas[0])
     for t in range(deltas.shape[0] - 1, -1, -1):
-        following = deltas[t] + decay * carries[t] * following
+        following = deltas[t] + torch.where(x.trace_cuts[t], torch.zeros_like(following), decay * following)
         advantages[t] = following
-    return like_inputs(torch.stack(advantages), rewards, values, next_values)
+    return like_inputs(torch.stack(advantages), rewards, values, next_values, terminated, trace_cuts)
     # END SOLUTION
     # BEGIN STUB
     # # x.rewards, x.values, x.next_values: checked floating tensors of one shape; x.terminated, x.trace_cuts: bool
     # # tensors; x.gamma, x.gae_lambda: floats. Compute in torch, then return like_inputs(result, rewards, values,
-    # # next_values) so NumPy callers get NumPy back. Build the result without in-place writes (keep autograd).
+    # # next_values, terminated, trace_cuts) so NumPy callers get NumPy back. Build the result without in-place
+    # # writes (keep autograd).
     # raise not_implemented("gae_advantages")
     # END STUB

@@ -147,6 +147,32 @@ def which_reading(actual, expected, readings: dict[str, object], rtol: float = 1
     return (lead + "; equally, ".join(names)) if names else ""
 
 
+def confirmed_readings(function: Callable[..., object], readings_of: Callable[[dict], dict[str, object]],
+                       case: dict, witnesses: list[dict], rtol: float = 1e-7, atol: float = 1e-9,
+                       ) -> dict[str, object]:
+    """The readings of ``case`` (``readings_of(case)``: a description -> its value) that ``function`` also gives
+    on every one of ``witnesses``, inputs on which the readings differ from one another and from the contract.
+
+    On a small shrunk input two readings, or a reading and another mistake, often give the same value; a match
+    there is a coincidence. A reading that ``function`` reproduces on the witnesses as well is what the code does.
+    Called only on failure (pass ``lambda: confirmed_readings(...)`` to :func:`close`).
+    """
+    candidates = readings_of(case)
+    confirmed = {}
+    for name, value in candidates.items():
+        for witness in witnesses:
+            try:
+                found = np.asarray(as_numpy(function(**witness)), dtype=np.float64)
+            except Exception:  # a function that fails on a witness confirms nothing
+                break
+            wanted = np.asarray(as_numpy(readings_of(witness)[name]), dtype=np.float64)
+            if found.shape != wanted.shape or not np.allclose(found, wanted, rtol=rtol, atol=atol, equal_nan=True):
+                break
+        else:
+            confirmed[name] = value
+    return confirmed
+
+
 LOSES_AUTOGRAD = ("for example, a result computed through NumPy, .item() or float(), rebuilt with torch.tensor(...) "
                   "from numbers, or .detach()ed loses autograd")
 

@@ -11,9 +11,19 @@ import numpy as np
 import pytest
 import torch
 from hypothesis import assume, given
+from hypothesis import strategies as st
 
-from tests.assertions import assert_differentiable, close, gradient, plain
-from kata.testing.strategies import categorical_pairs, entropy_batches, floats, ppo_batches, value_batches
+from tests.assertions import assert_differentiable, close, confirmed_readings, found_and_expected, gradient, plain
+from kata.testing.strategies import (
+    SURROGATE_ARRAYS,
+    VALUE_ARRAYS,
+    categorical_pairs,
+    entropy_batches,
+    floats,
+    ppo_batches,
+    typed_batches,
+    value_batches,
+)
 
 pytestmark = pytest.mark.clipped_surrogate
 
@@ -53,6 +63,42 @@ def term_readings(new_log_probs, old_log_probs, advantages, clip_epsilon) -> tup
     )
 
 
+def witness_batches() -> list[dict]:
+    """Batches on which every reading gives its own value: ratios inside, above and below [1 - ε, 1 + ε], each with
+    a positive and a negative advantage, and a zero advantage outside the interval."""
+    ratios = np.array([1.5, 0.6, 1.1, 1.5, 0.6, 0.9, 1.4, 0.5, 2.0])
+    advantages = np.array([2.0, 1.5, 0.7, -1.0, -0.5, -2.0, 0.0, 3.0, 0.5])
+    old = np.linspace(-2.0, -0.5, ratios.size)
+    return [dict(new_log_probs=np.log(ratios) + old, old_log_probs=old, advantages=advantages, clip_epsilon=0.2),
+            dict(new_log_probs=(np.log(ratios) + old)[::-1].reshape(3, 3), old_log_probs=old[::-1].reshape(3, 3),
+                 advantages=advantages[::-1].reshape(3, 3) * 0.5, clip_epsilon=0.3)]
+
+
+WITNESSES = witness_batches()
+
+
+def term_readings_of(index: int):
+    return lambda batch: term_readings(**batch)[index]
+
+
+def one_term(impl, index: int):
+    return lambda **batch: impl.clipped_surrogate_terms(**batch)[index]
+
+
+def fraction_readings(batch: dict) -> dict[str, float]:
+    """The active clip fraction under each common misreading of which samples the clip binds."""
+    ratio = np.exp(batch["new_log_probs"] - batch["old_log_probs"])
+    advantages, epsilon = batch["advantages"], batch["clip_epsilon"]
+    standardised = (advantages - advantages.mean()) / (advantages.std() + 1e-8)
+    return {
+        "the fraction with |r - 1| > ε, whatever the advantage's sign": (np.abs(ratio - 1.0) > epsilon).mean(),
+        "the fraction with A = 0 counted as clipped (A >= 0 or A <= 0 for the strict A > 0 and A < 0)": (
+            ((advantages >= 0) & (ratio > 1.0 + epsilon)) | ((advantages <= 0) & (ratio < 1.0 - epsilon))).mean(),
+        "the fraction by the signs of standardised advantages, (A - mean) / std, where the advantages count as "
+        "given": clip_binds(ratio, standardised, epsilon).mean(),
+    }
+
+
 def is_numpy_scalar(value):
     return isinstance(value, np.ndarray | np.floating | float) and np.ndim(value) == 0
 
@@ -65,17 +111,18 @@ def test_terms_are_the_ratio_its_two_branches_and_their_minimum(impl, batch):
     originals = {key: value.copy() for key, value in batch.items() if isinstance(value, np.ndarray)}
     ratio, unclipped, clipped, pessimistic = impl.clipped_surrogate_terms(**batch)
     expected = reference_terms(**batch)
-    for name, actual, wanted, message, readings in zip(
+    for index, (name, actual, wanted, message) in enumerate(zip(
         ("ratio", "unclipped", "clipped", "pessimistic"), (ratio, unclipped, clipped, pessimistic), expected,
         ("the ratio is exp(new_log_probs - old_log_probs), per sample", "the unclipped term is ratio · advantage",
          "the clipped term is clip(ratio, 1 - ε, 1 + ε) · advantage", "the pessimistic term is min(unclipped, "
-         "clipped)"), term_readings(**batch),
-    ):
+         "clipped)"),
+    )):
         assert isinstance(actual, np.ndarray) and actual.shape == batch["new_log_probs"].shape, (
             f"{name} must be a NumPy array of new_log_probs' shape {batch['new_log_probs'].shape} for NumPy input; "
             f"got {type(actual).__name__} of shape {np.shape(actual)}"
         )
-        close(actual, wanted, message, readings=readings)
+        close(actual, wanted, message, readings=lambda: confirmed_readings(
+            one_term(impl, index), term_readings_of(index), batch, WITNESSES))
     above = (pessimistic > unclipped) | (pessimistic > clipped)
     assert not above.any(), (
         f"the pessimistic term {plain(pessimistic[above][0])} exceeds a branch (unclipped "
@@ -89,7 +136,8 @@ def test_terms_are_the_ratio_its_two_branches_and_their_minimum(impl, batch):
           "the policy loss is -mean(pessimistic): minus, because the optimiser minimises and PPO maximises the "
           "surrogate", readings={"+mean(pessimistic): the sign is flipped": expected[3].mean()})
     for key, value in originals.items():
-        np.testing.assert_array_equal(batch[key], value, err_msg=f"{key} was changed in place")
+        assert np.array_equal(batch[key], value), (
+            f"{key} was changed in place: clipped_surrogate_terms and clipped_policy_loss never change their inputs")
 
     tensors = {key: torch.tensor(value, dtype=torch.float32) if isinstance(value, np.ndarray) else value
                for key, value in batch.items()}
@@ -147,23 +195,47 @@ def test_gradient_is_zero_exactly_where_the_clip_binds(impl, batch):
     # A fraction k/N may come back in any floating dtype (CleanRL's `.float().mean()` gives float32).
     close(active, binds.mean(),
           "the active clip fraction counts samples where the clip binds: A > 0 and r > 1 + ε, or A < 0 and "
-          "r < 1 - ε (their gradient is zero); a ratio outside on the other side is not clipped", any_float=True,
-          readings={"the fraction with |r - 1| > ε, whatever the advantage's sign": outside_fraction})
+          "r < 1 - ε (their gradient is zero), with the advantages as given; a ratio outside on the other side is "
+          "not clipped", any_float=True,
+          readings=lambda: confirmed_readings(impl.active_clip_fraction, fraction_readings, batch, WITNESSES))
     close(active, ((grad == 0.0) & (batch["advantages"] != 0)).mean(),
           "the active clip fraction must be the fraction of samples (with A ≠ 0) whose gradient the clip zeroes",
           any_float=True)
     close(outside, outside_fraction, "the ratio-outside fraction counts |r - 1| > ε, whatever the advantage",
           any_float=True, readings={"the fraction with |log r| > ε, an interval on log r instead of r": (
               np.abs(np.log(ratio)) > epsilon).mean()})
-    assert active <= outside, (
-        f"the active clip fraction {plain(active)} exceeds the ratio-outside fraction {plain(outside)}: every "
-        "sample whose clip binds has its ratio outside [1 - ε, 1 + ε]")
+    # Two of the function's own results, each k/N in its own dtype: compared as counts, never as floats of two
+    # precisions (2/3 in float32 is above 2/3 in float64).
+    active_count, outside_count = (int(np.rint(float(value) * ratio.size)) for value in (active, outside))
+    assert active_count <= outside_count, (
+        f"the active clip fraction {plain(active)} ({active_count} of {ratio.size} samples) exceeds the "
+        f"ratio-outside fraction {plain(outside)} ({outside_count} of {ratio.size}): every sample whose clip binds "
+        "has its ratio outside [1 - ε, 1 + ε]")
     tensor_active = impl.active_clip_fraction(new, old, advantages, epsilon)
     assert isinstance(tensor_active, torch.Tensor) and tensor_active.ndim == 0, (
         f"tensor in, 0-d tensor out; got {type(tensor_active).__name__} of shape {tuple(np.shape(tensor_active))}")
 
 
 # ---- the clipped value loss ------------------------------------------------------------------------------------
+
+
+def value_readings(batch: dict) -> dict[str, float]:
+    """The clipped value loss under each common misreading."""
+    values, old_values, returns, epsilon = (batch[key] for key in (*VALUE_ARRAYS, "clip_epsilon"))
+    errors = (values - returns) ** 2, (old_values + np.clip(values - old_values, -epsilon, epsilon) - returns) ** 2
+    return {"the loss with the min of the two errors instead of the max": 0.5 * np.minimum(*errors).mean(),
+            "the plain 0.5 · mean((V - R)²), no clipped branch (a prediction clipped around the returns, R + clip(V "
+            "- R, -ε, ε), gives it too: its error never exceeds the unclipped one)": 0.5 * errors[0].mean(),
+            "0.5 · max(mean((V - R)²), mean((V_clipped - R)²)): the max of the two means, where it is taken per "
+            "sample": 0.5 * max(errors[0].mean(), errors[1].mean())}
+
+
+# Samples where each error is the larger: V beyond the clip towards R (the clipped error is larger), V overshooting
+# R (the unclipped one is), V within ε of V_old (both equal).
+VALUE_WITNESSES = [dict(values=np.array([3.0, 5.0, 1.1, -2.0]), old_values=np.array([-1.0, 2.8, 1.0, 0.0]),
+                        returns=np.array([3.0, 3.0, 2.0, -1.0]), clip_epsilon=0.5),
+                   dict(values=np.array([[0.0, 4.0], [2.5, -1.0]]), old_values=np.array([[3.0, 1.0], [2.0, 0.0]]),
+                        returns=np.array([[-2.0, 2.0], [0.0, 1.0]]), clip_epsilon=0.3)]
 
 
 @given(batch=value_batches())
@@ -176,14 +248,10 @@ def test_value_loss_is_the_max_of_the_two_squared_errors(impl, batch):
     clipped_prediction = old_values + np.clip(values - old_values, -epsilon, epsilon)
     errors = (values - returns) ** 2, (clipped_prediction - returns) ** 2
     expected = 0.5 * np.maximum(*errors).mean()
-    around_returns = returns + np.clip(values - returns, -epsilon, epsilon)
     close(loss, expected,
           "the value loss is 0.5 · mean(max((V - R)², (V_old + clip(V - V_old, -ε, ε) - R)²)): the prediction "
-          "is clipped around the OLD value, and the larger of the two errors is kept", readings={
-              "the loss with the min of the two errors instead of the max": 0.5 * np.minimum(*errors).mean(),
-              "the loss with the prediction clipped around the returns, R + clip(V - R, -ε, ε)": 0.5 * np.maximum(
-                  errors[0], (around_returns - returns) ** 2).mean(),
-              "the plain 0.5 · mean((V - R)²), no clipped branch": 0.5 * errors[0].mean()})
+          "is clipped around the OLD value, and the larger of the two errors is kept, per sample",
+          readings=lambda: confirmed_readings(impl.clipped_value_loss, value_readings, batch, VALUE_WITNESSES))
     plain_loss = 0.5 * errors[0].mean()
     assert loss >= plain_loss * (1 - 1e-12), (
         f"the clipped value loss {plain(loss)} is below the plain 0.5 · mean((V - R)²) = {plain(plain_loss)}: the "
@@ -354,7 +422,212 @@ def test_a_ratio_at_exactly_one_plus_or_minus_epsilon_is_neither_clipped_nor_out
           readings={"the fraction with |r - 1| = ε counted as outside (>= for the strict >)": 1.0})
 
 
+# ---- every function: containers, dtypes, gradients, log-probs far below 0 -----------------------------------------
+
+
+def numpy_dtype(value) -> np.dtype:
+    if isinstance(value, torch.Tensor):
+        return torch.empty((), dtype=value.dtype).numpy().dtype
+    return np.dtype(value.dtype)
+
+
+def as_float64(value) -> np.ndarray:
+    return value.detach().numpy().astype(np.float64) if isinstance(value, torch.Tensor) else np.asarray(
+        value, dtype=np.float64)
+
+
+def check_kind_and_dtype(what: str, result, batch: dict, names: tuple[str, ...], any_float: bool = False) -> None:
+    """``result`` is a tensor iff any of ``names`` is one, in the promoted dtype of ``names`` (any float if
+    ``any_float``)."""
+    tensors = [name for name in names if isinstance(batch[name], torch.Tensor)]
+    kinds = ", ".join(f"{name} {'tensor' if name in tensors else 'NumPy'} {numpy_dtype(batch[name])}"
+                      for name in names)
+    for part in result if isinstance(result, tuple) else (result,):
+        if tensors:
+            assert isinstance(part, torch.Tensor), (
+                f"{what} with {kinds}: {type(part).__name__} came out; a result is a tensor if any array argument "
+                "is one (NumPy only when every argument is NumPy)")
+        else:
+            assert isinstance(part, np.ndarray | np.floating), (
+                f"{what} with {kinds}: NumPy in must give NumPy out; got {type(part).__name__}")
+        promoted = np.result_type(*(numpy_dtype(batch[name]) for name in names))
+        dtype = numpy_dtype(part)
+        if any_float:
+            assert np.issubdtype(dtype, np.floating), f"{what} with {kinds}: a fraction is floating; got {dtype}"
+        else:
+            assert dtype == promoted, (
+                f"{what} with {kinds}: came back in {dtype}; the contract asks for the promoted floating dtype of "
+                f"the array arguments, {promoted}")
+
+
+def require_grad(batch: dict, names: tuple[str, ...]) -> dict:
+    """A copy of ``batch`` whose tensors among ``names`` are fresh leaves that require grad."""
+    return {key: value.detach().clone().requires_grad_(True) if key in names and isinstance(value, torch.Tensor)
+            else value for key, value in batch.items()}
+
+
+def no_gradient(batch: dict, names: tuple[str, ...], why: str) -> None:
+    for name in names:
+        value = batch[name]
+        if isinstance(value, torch.Tensor) and value.grad is not None and value.grad.any():
+            raise AssertionError(f"gradient reached {name}: {why}")
+
+
+@given(batch=typed_batches(ppo_batches(), SURROGATE_ARRAYS, log_probs=True))
+def test_surrogate_functions_keep_container_dtype_and_extreme_log_probs(impl, batch):
+    plain64 = {key: as_float64(value) if key in SURROGATE_ARRAYS else value for key, value in batch.items()}
+    promoted = np.result_type(*(numpy_dtype(batch[name]) for name in SURROGATE_ARRAYS))
+    tolerance = 1e-9 if promoted == np.float64 else 2e-5
+    # A gradient comes back in its leaf's dtype.
+    new_tolerance = 1e-9 if numpy_dtype(batch["new_log_probs"]) == promoted == np.float64 else 2e-5
+    ratio, unclipped, clipped, pessimistic = expected = reference_terms(**plain64)
+    log_probs = ("new_log_probs", "old_log_probs")
+    lowest = min(float(plain64[name].min()) for name in log_probs)
+
+    graded = require_grad(batch, SURROGATE_ARRAYS)
+    terms = impl.clipped_surrogate_terms(**graded)
+    check_kind_and_dtype("clipped_surrogate_terms", terms, batch, SURROGATE_ARRAYS)
+    found_ratio = as_float64(terms[0])
+    if not np.isfinite(found_ratio).all():
+        with np.errstate(all="ignore"):
+            quotient = (np.exp(batch_arrays(batch, "new_log_probs")) / np.exp(batch_arrays(batch, "old_log_probs"))
+                        ).astype(np.float64)
+        reading = ("; it equals exp(new) / exp(old), which is 0 / 0 where exp underflows: compute exp(new - old)"
+                   if np.array_equal(np.isfinite(found_ratio), np.isfinite(quotient)) else "")
+        raise AssertionError(
+            f"log-probs down to {lowest:.4g} in {promoted} gave a ratio that is not finite "
+            f"({found_and_expected(found_ratio, ratio)}): the ratio is finite for any finite log-probabilities, "
+            f"exp(new - old){reading}")
+    for index, (name, part) in enumerate(zip(("ratio", "unclipped", "clipped", "pessimistic"), terms)):
+        close(as_float64(part), expected[index],
+              f"the {name} term (ratio = exp(new - old), unclipped = r·A, clipped = clip(r, 1 - ε, 1 + ε)·A, "
+              f"pessimistic = their min) with log-probs down to {lowest:.4g}, in {promoted}", rtol=tolerance)
+    if isinstance(graded["new_log_probs"], torch.Tensor):
+        assert_differentiable(terms[0], "the ratio of tensor new_log_probs", "new_log_probs")
+        terms[0].sum().backward()
+        close(as_float64(gradient(graded["new_log_probs"], "new_log_probs")), ratio,
+              "∂Σ ratio / ∂new_log_probs must be the ratio itself: gradient reaches new_log_probs through "
+              "exp(new - old)", rtol=new_tolerance)
+    else:
+        for part in terms:
+            assert not (isinstance(part, torch.Tensor) and part.requires_grad), (
+                "new_log_probs went in as NumPy, yet the terms require grad: old log-probs and advantages are data, "
+                "detached; no gradient may reach them")
+    no_gradient(graded, ("old_log_probs", "advantages"), "old log-probs and advantages are data; detach them")
+
+    graded = require_grad(batch, SURROGATE_ARRAYS)
+    loss = impl.clipped_policy_loss(**graded)
+    check_kind_and_dtype("clipped_policy_loss", loss, batch, SURROGATE_ARRAYS)
+    close(as_float64(loss), -pessimistic.mean(),
+          f"the policy loss -mean(pessimistic) with log-probs down to {lowest:.4g}, in {promoted}", rtol=tolerance)
+    if isinstance(loss, torch.Tensor) and loss.requires_grad:
+        loss.backward()
+    no_gradient(graded, ("old_log_probs", "advantages"), "old log-probs and advantages are data; detach them")
+
+    graded = require_grad(batch, log_probs)
+    kl = impl.approximate_kl(graded["new_log_probs"], graded["old_log_probs"])
+    check_kind_and_dtype("approximate_kl", kl, batch, log_probs)
+    log_ratio = plain64["new_log_probs"] - plain64["old_log_probs"]
+    close(as_float64(kl), np.mean(np.expm1(log_ratio) - log_ratio),
+          f"the approximate KL mean((r - 1) - log r) with log-probs down to {lowest:.4g}, in {promoted}",
+          rtol=max(tolerance, 1e-7))
+    if isinstance(graded["new_log_probs"], torch.Tensor):
+        assert_differentiable(kl, "the approximate KL of tensor new_log_probs", "new_log_probs")
+        kl.backward()
+        close(as_float64(gradient(graded["new_log_probs"], "new_log_probs")), np.expm1(log_ratio) / ratio.size,
+              "∂KL/∂new_log_prob_i must be (r_i - 1) / N: gradient reaches new_log_probs (the KL is a scalar of "
+              "them, not of numbers copied out)", rtol=new_tolerance)
+    no_gradient(graded, ("old_log_probs",), "old log-probs are data; detach them")
+
+    epsilon = batch["clip_epsilon"]
+    binds = clip_binds(ratio, plain64["advantages"], epsilon)
+    graded = require_grad(batch, SURROGATE_ARRAYS)
+    for name, fraction, names, count, rule in (
+        ("active_clip_fraction", impl.active_clip_fraction(**graded), SURROGATE_ARRAYS, binds.sum(),
+         "A > 0 and r > 1 + ε, or A < 0 and r < 1 - ε"),
+        ("ratio_outside_fraction", impl.ratio_outside_fraction(graded["new_log_probs"], graded["old_log_probs"],
+                                                               epsilon), log_probs,
+         (np.abs(ratio - 1.0) > epsilon).sum(), "|r - 1| > ε"),
+    ):
+        check_kind_and_dtype(name, fraction, batch, names, any_float=True)
+        assert not (isinstance(fraction, torch.Tensor) and fraction.requires_grad), (
+            f"{name} requires grad: a fraction is a count, returned without gradient")
+        close(fraction, count / ratio.size, f"{name} counts {rule} (log-probs down to {lowest:.4g}, {promoted})",
+              any_float=True)
+
+
+def batch_arrays(batch: dict, name: str) -> np.ndarray:
+    value = batch[name]
+    return value.detach().numpy() if isinstance(value, torch.Tensor) else value
+
+
+@given(batch=typed_batches(value_batches(), VALUE_ARRAYS))
+def test_value_loss_keeps_container_dtype_and_detaches_its_targets(impl, batch):
+    plain64 = {key: as_float64(value) if key in VALUE_ARRAYS else value for key, value in batch.items()}
+    promoted = np.result_type(*(numpy_dtype(batch[name]) for name in VALUE_ARRAYS))
+    graded = require_grad(batch, VALUE_ARRAYS)
+    loss = impl.clipped_value_loss(**graded)
+    check_kind_and_dtype("clipped_value_loss", loss, batch, VALUE_ARRAYS)
+    values, old_values, returns, epsilon = (plain64[key] for key in (*VALUE_ARRAYS, "clip_epsilon"))
+    clipped = old_values + np.clip(values - old_values, -epsilon, epsilon)
+    close(as_float64(loss), 0.5 * np.maximum((values - returns) ** 2, (clipped - returns) ** 2).mean(),
+          f"the value loss in {promoted}", rtol=1e-9 if promoted == np.float64 else 2e-5)
+    if isinstance(loss, torch.Tensor) and loss.requires_grad:
+        loss.backward()
+    no_gradient(graded, ("old_values", "returns"), "old values and returns are targets recorded with the data; "
+                "detach them")
+    if isinstance(graded["values"], torch.Tensor):
+        gradient(graded["values"], "values")
+
+
+@given(policy_loss=floats(-10, 10), value_loss=floats(0, 10), entropy=entropy_batches(), data=st.data())
+def test_ppo_loss_keeps_container_and_dtype(impl, policy_loss, value_loss, entropy, data):
+    batch = data.draw(typed_batches(st.just(dict(policy_loss=np.array(policy_loss), value_loss=np.array(value_loss),
+                                                 entropy=entropy)), ("policy_loss", "value_loss", "entropy")))
+    graded = require_grad(batch, ("policy_loss", "value_loss", "entropy"))
+    total = impl.ppo_loss(**graded, value_coefficient=0.5, entropy_coefficient=0.01)
+    check_kind_and_dtype("ppo_loss", total, batch, ("policy_loss", "value_loss", "entropy"))
+    promoted = numpy_dtype(total)
+    close(as_float64(total), float(as_float64(batch["policy_loss"])) + 0.5 * float(as_float64(batch["value_loss"]))
+          - 0.01 * as_float64(batch["entropy"]).mean(), f"the PPO loss in {promoted}",
+          rtol=1e-9 if promoted == np.float64 else 2e-5)
+    tensors = [key for key in ("policy_loss", "value_loss", "entropy") if isinstance(graded[key], torch.Tensor)]
+    if tensors:
+        assert_differentiable(total, "the PPO loss of tensor terms", " and ".join(tensors))
+        total.backward()
+        for key in tensors:
+            gradient(graded[key], key)
+
+
 # ---- bad input -------------------------------------------------------------------------------------------------
+
+
+def test_any_one_tensor_argument_gives_a_tensor(impl):
+    surrogate = dict(new_log_probs=np.log([1.5, 0.5, 1.0]), old_log_probs=np.zeros(3), advantages=np.ones(3),
+                     clip_epsilon=0.2)
+    values = dict(values=np.zeros(3), old_values=np.ones(3), returns=np.ones(3), clip_epsilon=0.2)
+    total = dict(policy_loss=np.array(1.0), value_loss=np.array(2.0), entropy=np.ones(3), value_coefficient=0.5,
+                 entropy_coefficient=0.01)
+    log_probs = ("new_log_probs", "old_log_probs")
+    cases = [(impl.clipped_surrogate_terms, surrogate, SURROGATE_ARRAYS),
+             (impl.clipped_policy_loss, surrogate, SURROGATE_ARRAYS),
+             (impl.active_clip_fraction, surrogate, SURROGATE_ARRAYS),
+             (impl.ratio_outside_fraction, {key: surrogate[key] for key in (*log_probs, "clip_epsilon")}, log_probs),
+             (impl.approximate_kl, {key: surrogate[key] for key in log_probs}, log_probs),
+             (impl.clipped_value_loss, values, VALUE_ARRAYS),
+             (impl.ppo_loss, total, ("policy_loss", "value_loss", "entropy"))]
+    for function, arguments, names in cases:
+        for name in names:
+            found = function(**dict(arguments, **{name: torch.from_numpy(arguments[name].copy())}))
+            for part in found if isinstance(found, tuple) else (found,):
+                assert isinstance(part, torch.Tensor), (
+                    f"{function.__name__}: only {name} went in as a tensor and {type(part).__name__} came out; a "
+                    "result is a tensor if any array argument is one")
+
+
+def naming(argument: str) -> str:
+    """A pattern for an error message that names ``argument`` as a word of its own (not inside another name)."""
+    return rf"(?<![A-Za-z_]){argument}(?![A-Za-z_])"
 
 
 def test_bad_input_is_a_clear_error(impl):
@@ -369,19 +642,28 @@ def test_bad_input_is_a_clear_error(impl):
             (dict(clip_epsilon=-0.1), "clip_epsilon"),
             (dict(new_log_probs=np.zeros(0), old_log_probs=np.zeros(0), advantages=np.zeros(0)), "new_log_probs"),
         ]:
-            with pytest.raises(ValueError, match=argument):
+            with pytest.raises(ValueError, match=naming(argument)):
                 function(**{**good, **change})
-    with pytest.raises(ValueError, match="old_log_probs"):
+    with pytest.raises(ValueError, match=naming("old_log_probs")):
         impl.approximate_kl(np.zeros(3), np.zeros(2))
-    with pytest.raises(ValueError, match="clip_epsilon"):
+    with pytest.raises(ValueError, match=naming("new_log_probs")):
+        impl.approximate_kl(np.zeros(0), np.zeros(0))
+    with pytest.raises(ValueError, match=naming("new_log_probs")):
+        impl.ratio_outside_fraction(np.zeros(0), np.zeros(0), clip_epsilon=0.2)
+    for change, argument in [(dict(values=np.zeros(0), old_values=np.zeros(0), returns=np.zeros(0)), "values"),
+                             (dict(clip_epsilon=-0.5), "clip_epsilon")]:
+        with pytest.raises(ValueError, match=naming(argument)):
+            impl.clipped_value_loss(**{**dict(values=np.zeros(3), old_values=np.zeros(3), returns=np.ones(3),
+                                              clip_epsilon=0.2), **change})
+    with pytest.raises(ValueError, match=naming("clip_epsilon")):
         impl.ratio_outside_fraction(np.zeros(3), np.zeros(3), clip_epsilon=0.0)
-    with pytest.raises(ValueError, match="old_log_probs"):
+    with pytest.raises(ValueError, match=naming("old_log_probs")):
         impl.ratio_outside_fraction(np.zeros(3), np.zeros(2), clip_epsilon=0.2)
 
     values = dict(values=np.zeros(3), old_values=np.zeros(3), returns=np.ones(3), clip_epsilon=0.2)
     for change, argument in [(dict(old_values=np.zeros(2)), "old_values"), (dict(returns=np.ones(4)), "returns"),
                              (dict(clip_epsilon=0.0), "clip_epsilon")]:
-        with pytest.raises(ValueError, match=argument):
+        with pytest.raises(ValueError, match=naming(argument)):
             impl.clipped_value_loss(**{**values, **change})
 
     total = dict(policy_loss=np.array(1.0), value_loss=np.array(2.0), entropy=np.ones(3), value_coefficient=0.5,
@@ -393,5 +675,13 @@ def test_bad_input_is_a_clear_error(impl):
         (dict(value_coefficient=-1.0), "value_coefficient"),
         (dict(entropy_coefficient=-0.01), "entropy_coefficient"),
     ]:
-        with pytest.raises(ValueError, match=argument):
+        with pytest.raises(ValueError, match=naming(argument)):
             impl.ppo_loss(**{**total, **change})
+
+
+# ---- clauses no test holds, and why ----
+# approximate_kl: "it cannot serve as a KL loss" and "lower variance when the policies are close": consequences
+#     explained for the reader; the tests hold what they follow from (old log-probs detached; the estimator's value).
+# clipped_value_loss: "clip_epsilon in the units of the values": a statement about the caller's choice of ε.
+# ppo_loss: "minimising the loss keeps the policy exploring": the reason for the sign the tests hold.
+# The Examples: run as doctests (python -m pytest --doctest-modules solutions), not here.

@@ -144,6 +144,14 @@ def gae_batches(
         gae_lambda=draw(st.one_of(st.just(1.0), st.just(0.0), unit_interval)),
     )
 
+
+GAE_VALUE_ARRAYS, GAE_MASKS = ("rewards", "values", "next_values"), ("terminated", "trace_cuts")
+
+
+def ignored_values(shape) -> st.SearchStrategy[np.ndarray]:
+    """Arrays of ``shape`` whose every element is one of :data:`IGNORED_VALUES` (NaN and ±inf drawn often)."""
+    return hnp.arrays(np.float64, shape, elements=st.sampled_from(IGNORED_VALUES))
+
 # ---- 4. clipped_surrogate --------------------------------------------------------------------------------------
 
 @st.composite
@@ -177,6 +185,30 @@ def value_batches(draw, max_samples: int = 12) -> dict:
     old = draw(float_arrays(shape, -10.0, 10.0))
     return dict(values=old + draw(float_arrays(shape, -3.0, 3.0)), old_values=old,
                 returns=draw(float_arrays(shape, -10.0, 10.0)), clip_epsilon=draw(clip_epsilons))
+
+
+SURROGATE_ARRAYS, VALUE_ARRAYS = ("new_log_probs", "old_log_probs", "advantages"), ("values", "old_values", "returns")
+
+
+@st.composite
+def typed_batches(draw, batches: st.SearchStrategy[dict], names: tuple[str, ...], log_probs: bool = False,
+                  masks: tuple[str, ...] = ()) -> dict:
+    """A batch as a caller may pass it: each of ``names`` float32 or float64, each of ``masks`` bool, 0/1 int64 or
+    0/1 float32, and every array NumPy or a tensor, independently (:func:`containers`). With ``log_probs``, half
+    the batches move both log-probabilities by one of :func:`extreme_log_probs` of their promoted dtype: the ratio
+    is unchanged, ``exp`` of either underflows."""
+    batch = draw(batches)
+    for name in masks:
+        batch[name] = batch[name].astype(draw(st.sampled_from([np.bool_, np.int64, np.float32])))
+    dtypes = {name: draw(float_dtypes) for name in names}
+    if log_probs and draw(st.booleans()):
+        offset = draw(st.sampled_from(extreme_log_probs(np.result_type(dtypes["new_log_probs"],
+                                                                       dtypes["old_log_probs"]))))
+        for name in ("new_log_probs", "old_log_probs"):
+            batch[name] = batch[name] + offset
+    for name in names:
+        batch[name] = batch[name].astype(dtypes[name])
+    return draw(containers(batch))
 
 
 @st.composite

@@ -6,9 +6,10 @@ from kata.concepts.contracts.gae import gae_inputs
 
 def gae_advantages(rewards, values, next_values, terminated, trace_cuts, gamma, gae_lambda):
     x = gae_inputs(rewards, values, next_values, terminated, trace_cuts, gamma, gae_lambda)
-    deltas = x.rewards + x.gamma * x.next_values * (~x.terminated).to(x.rewards.dtype) - x.values
+    zero = torch.zeros_like(x.next_values)
+    deltas = x.rewards + torch.where(x.terminated, zero, x.gamma * x.next_values) - x.values
     advantages, following = [], torch.zeros_like(deltas[0])
     for t in reversed(range(deltas.shape[0])):
         following = deltas[t] + x.gamma * x.gae_lambda * following
         advantages.insert(0, following)
-    return like_inputs(torch.stack(advantages), rewards, values, next_values)
+    return like_inputs(torch.stack(advantages), rewards, values, next_values, terminated, trace_cuts)

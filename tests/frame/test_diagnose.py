@@ -84,11 +84,11 @@ def gae_advantages(rewards, values, next_values, terminated, trace_cuts, gamma, 
     """The truncation mistake written another way: NumPy, float64 throughout, a discount matrix."""
     x = gae_inputs(rewards, values, next_values, terminated, trace_cuts, gamma, gae_lambda)
     cut = x.trace_cuts.numpy()
-    deltas = x.rewards.numpy() + x.gamma * x.next_values.numpy() * (~cut) - x.values.numpy()
+    deltas = x.rewards.numpy() + np.where(cut, 0.0, x.gamma * x.next_values.numpy()) - x.values.numpy()
     result = np.zeros_like(deltas)
     following = np.zeros_like(deltas[0])
     for t in range(len(deltas) - 1, -1, -1):
-        following = deltas[t] + x.gamma * x.gae_lambda * (~cut[t]) * following
+        following = deltas[t] + np.where(cut[t], 0.0, x.gamma * x.gae_lambda * following)
         result[t] = following
     return result
 '''

@@ -17,7 +17,7 @@ def gae_advantages(rewards, values, next_values, terminated, trace_cuts, gamma, 
     advantages = np.zeros_like(r)
     following = np.zeros_like(r[0])
     for t in range(r.shape[0] - 1, -1, -1):
-        delta = r[t] + x.gamma * nv[t] * bootstrap[t] - v[t]
-        following = delta + x.gamma * x.gae_lambda * carries[t] * following
+        delta = r[t] + np.where(bootstrap[t], x.gamma * nv[t], 0.0) - v[t]
+        following = delta + np.where(carries[t], x.gamma * x.gae_lambda * following, 0.0)
         advantages[t] = following
     return advantages
