@@ -488,3 +488,13 @@ def test_bad_input_is_a_clear_error(impl):
                 np.array([-np.inf, -np.inf])):
         with pytest.raises(ValueError, match="logits"):
             impl.categorical_entropy(bad)
+
+
+# ---- clauses no test holds, and why ----
+# categorical_entropy, "computed from log_softmax (never log(softmax))": how, not what; held only through what it
+#   implies (finite values and gradients at p = 0), which other routes (torch.distributions, a where) also give.
+# categorical_entropy, the value at logits near the dtype's limits: torch.distributions' logsumexp route loses a
+#   tie's log 2 there (0 for [1e308, 1e308]) and is a valid variant; only finiteness and [0, log K] are held there.
+# reinforce_surrogate_loss, "whatever computed them" is never trained: held for a critic parameter and for θ
+#   itself; no test can reach every graph a caller may build.
+
