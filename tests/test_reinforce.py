@@ -459,34 +459,44 @@ def test_entropy_of_uniform_and_of_certain_policies(impl):
 
 
 def test_bad_input_is_a_clear_error(impl):
+    # Each error must begin with the argument's name, and say what was expected.
     impl.reinforce_surrogate_loss(np.array([-1.0, -2.0]), np.array([1.0, 0.5]))  # valid input works first
-    with pytest.raises(ValueError, match="advantages"):
-        impl.reinforce_surrogate_loss(np.array([-1.0, -2.0]), np.array([1.0, 0.5, 2.0]))
-    with pytest.raises(ValueError, match="advantages"):
-        impl.reinforce_surrogate_loss(np.array([-1.0, -2.0]), np.array([1.0]))  # no broadcasting
-    with pytest.raises(ValueError, match="log_probs"):
-        impl.reinforce_surrogate_loss(np.zeros(0), np.zeros(0))
-    with pytest.raises(ValueError, match="log_probs"):
-        impl.reinforce_surrogate_loss(np.array(["a"]), np.array([1.0]))
+    for log_probs, advantages, message in [
+        (np.array([-1.0, -2.0]), np.array([1.0, 0.5, 2.0]), r"^advantages must have the same shape as log_probs"),
+        (np.array([-1.0, -2.0]), np.array([1.0]), r"^advantages must have the same shape as log_probs"),  # no broadcast
+        (np.zeros(0), np.zeros(0), r"^log_probs must hold at least one value"),
+        (np.array(["a"]), np.array([1.0]), r"^log_probs must be an array of numbers"),
+        (np.array([-1.0]), np.array(["a"]), r"^advantages must be an array of numbers"),
+    ]:
+        with pytest.raises(ValueError, match=message):
+            impl.reinforce_surrogate_loss(log_probs, advantages)
 
     good = dict(rewards=np.ones(3), episode_ends=np.array([0, 0, 1]), gamma=0.9)
     impl.discounted_reward_to_go(**good)
-    for change, argument in [
-        (dict(gamma=1.5), "gamma"),
-        (dict(gamma=-0.1), "gamma"),
-        (dict(gamma=float("nan")), "gamma"),
-        (dict(episode_ends=np.array([0, 2, 1])), "episode_ends"),
-        (dict(episode_ends=np.array([0.0, 0.5, 1.0])), "episode_ends"),
-        (dict(episode_ends=np.array([0, 1])), "episode_ends"),
-        (dict(rewards=np.ones((3, 2, 1)), episode_ends=np.zeros((3, 2, 1))), "rewards"),
+    for change, message in [
+        (dict(gamma=1.5), r"^gamma must be in \[0, 1\]"),
+        (dict(gamma=-0.1), r"^gamma must be in \[0, 1\]"),
+        (dict(gamma=float("nan")), r"^gamma must be a number"),
+        (dict(episode_ends=np.array([0, 2, 1])), r"^episode_ends must hold only 0/1"),
+        (dict(episode_ends=np.array([0.0, 0.5, 1.0])), r"^episode_ends must hold only 0/1"),
+        (dict(episode_ends=np.array([0, 1])), r"^episode_ends must have the same shape as rewards"),
+        (dict(rewards=np.ones((3, 2, 1)), episode_ends=np.zeros((3, 2, 1))), r"^rewards must be 1-D or 2-D"),
+        (dict(rewards=np.array(["a", "b", "c"])), r"^rewards must be an array of numbers"),
     ]:
-        with pytest.raises(ValueError, match=argument):
+        with pytest.raises(ValueError, match=message):
             impl.discounted_reward_to_go(**{**good, **change})
 
     impl.categorical_entropy(np.zeros(3))
-    for bad in (np.array(1.0), np.zeros((2, 0)), np.array([0.0, np.nan]), np.array([0.0, np.inf]),
-                np.array([-np.inf, -np.inf])):
-        with pytest.raises(ValueError, match="logits"):
+    for bad, message in [
+        (np.array(1.0), r"^logits must have a last axis"),
+        (np.zeros((2, 0)), r"^logits must have a last axis"),
+        (np.array([0.0, np.nan]), r"^logits must not hold NaN or \+inf"),
+        (np.array([0.0, np.inf]), r"^logits must not hold NaN or \+inf"),
+        (np.array([-np.inf, -np.inf]), r"^logits must have at least one finite logit per distribution"),
+        (np.array([[0.0, 1.0], [-np.inf, -np.inf]]), r"^logits must have at least one finite logit per distribution"),
+        (np.array(["a", "b"]), r"^logits must be an array of numbers"),
+    ]:
+        with pytest.raises(ValueError, match=message):
             impl.categorical_entropy(bad)
 
 
