@@ -432,7 +432,7 @@ def test_simulation_no_baseline_has_the_largest_spread(impl, group_size):
         f"{result['rloo_std']:.4g}"
     )
     np.testing.assert_allclose(
-        result["same_group_std"], (group_size - 1) / group_size * result["rloo_std"], rtol=1e-9,
+        result["same_group_std"], (group_size - 1) / group_size * result["rloo_std"], rtol=1e-5,
         err_msg="per group, same-group centring is exactly (G-1)/G times RLOO, so their spreads differ by it too",
     )
 
