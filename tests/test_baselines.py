@@ -363,8 +363,9 @@ def test_simulation_spreads_are_the_std_of_one_groups_estimate(impl, group_size)
                    if abs(found - value) <= Z_SPREAD * standard_error * value / std]
         raise AssertionError(
             f"{name}_std is {plain(found)} for G = {group_size} over {GROUPS} groups; the standard deviation of one "
-            f"group's estimate (1/G) Σ a_i A_i across groups is {std:.4f} for this policy (±{standard_error:.2g}, "
-            f"{Z_SPREAD} standard errors allowed)" + ("; it equals " + "; equally, ".join(matches) if matches else "")
+            f"group's estimate (1/G) Σ a_i A_i across groups is {std:.4f} for this policy, a ~ N(0, 1) and "
+            f"r = 5 + a - a²/2 (±{standard_error:.2g}, {Z_SPREAD} standard errors allowed)"
+            + ("; it equals " + "; equally, ".join(matches) if matches else "")
         )
 
 

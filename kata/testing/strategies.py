@@ -74,12 +74,10 @@ def sample_shapes(max_samples: int = 12) -> st.SearchStrategy[tuple[int, ...]]:
 
 def any_shapes(max_samples: int = 12) -> st.SearchStrategy[tuple[int, ...]]:
     """Non-empty shapes of 0 to 3 axes: [N] and [B, N] most often, a 0-d scalar and [B, T, N] too."""
-    return st.one_of(sample_shapes(max_samples), st.just(()),
-                     st.tuples(st.integers(1, 2), st.integers(1, 3), st.integers(1, 3)))
+    return st.one_of(sample_shapes(max_samples), st.just(()), st.tuples(*[st.integers(1, 3)] * 3))
 
 
-# Log-probabilities where exp underflows in either dtype (both lists are exact in float32 and float64).
-EXTREME_LOG_PROBS = tuple(extreme_log_probs(np.float32) + extreme_log_probs(np.float64))
+EXTREME_LOG_PROBS = tuple(extreme_log_probs(np.float32) + extreme_log_probs(np.float64))  # exact in both dtypes
 
 
 @st.composite
@@ -102,15 +100,6 @@ def softmax_policies(draw, max_actions: int = 6) -> tuple[np.ndarray, np.ndarray
 
 
 @st.composite
-def episode_end_flags(draw, shape) -> np.ndarray:
-    """Episode ends of ``shape``: at random, at every step, or at none."""
-    kind = draw(st.sampled_from(["random", "random", "every step", "none"]))
-    if kind == "random":
-        return draw(bool_arrays(shape))
-    return np.full(shape, kind == "every step")
-
-
-@st.composite
 def reward_streams(
     draw, time_major: bool | None = None, min_steps: int = 1, max_steps: int = 10, max_envs: int = 3
 ) -> dict:
@@ -121,7 +110,7 @@ def reward_streams(
     shape = (steps, draw(st.integers(1, max_envs))) if batched else (steps,)
     return dict(
         rewards=draw(float_arrays(shape, -10.0, 10.0)),
-        episode_ends=draw(episode_end_flags(shape)),
+        episode_ends=draw(st.one_of(bool_arrays(shape), st.builds(np.full, st.just(shape), st.booleans()))),
         gamma=draw(st.one_of(st.just(1.0), st.just(0.0), unit_interval)),
     )
 
@@ -134,8 +123,7 @@ def logits_arrays(draw, low: float = -20.0, high: float = 20.0, max_dims: int = 
 
 
 def limit_logits(dtype) -> list[float]:
-    """Finite logits near ``dtype``'s limits, where the difference of two overflows to infinity (so log_softmax
-    itself gives -inf), and the ordinary values between."""
+    """Finite logits near ``dtype``'s limits (a difference of two overflows: log_softmax gives -inf) and between."""
     top = float(np.finfo(dtype).max)
     return [top, -top, top / 2, -top / 2, 1e4, -1e4, 0.0, 1.0]
 
