@@ -323,13 +323,13 @@ def test_simulation_reports_every_number(impl):
         )
 
 
-ORACLE_GROUPS = 400_000
+ORACLE_GROUPS = 200_000
 _ORACLES: dict[int, dict[str, tuple[float, float]]] = {}
 
 
 def oracle(group_size: int) -> dict[str, tuple[float, float]]:
     """Each estimator's spread across groups, from the test's own simulation of the docstring's policy (a stream of
-    its own, ten times as many groups): name -> (std of one group's estimate, the standard error with which a
+    its own, five times as many groups): name -> (std of one group's estimate, the standard error with which a
     simulation of GROUPS groups and this one estimate it, combined). The std's standard error is
     sqrt((m4 - s^4) / n) / (2 s), m4 the fourth central moment."""
     if group_size not in _ORACLES:
