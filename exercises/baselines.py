@@ -21,13 +21,16 @@ from kata.concepts.stub import not_implemented
 
 
 def no_baseline_advantages(rewards: ArrayLike) -> ArrayLike:
-    """Advantages without a baseline: the rewards themselves (a new array).
+    """Advantages without a baseline: the rewards themselves (a new array, never the input or a view of it).
 
     Args:
         rewards: ``[groups, G]`` floating rewards, one row per prompt.
 
     Returns:
-        ``[groups, G]``, the same kind of array as ``rewards`` (NumPy or torch).
+        ``[groups, G]``, the same kind of array and dtype as ``rewards`` (NumPy or torch, autograd kept).
+
+    Raises:
+        ValueError: ``rewards`` is not 2-D, or has no group or no sample.
     """
     tensor = group_rewards(rewards)  # a checked floating tensor [groups, G]; return like_inputs(result, rewards)
     raise not_implemented("no_baseline_advantages")
@@ -42,9 +45,13 @@ def group_mean_advantages(rewards: ArrayLike) -> ArrayLike:
         rewards: ``[groups, G]`` floating rewards, one row per prompt, ``G >= 1``.
 
     Returns:
-        ``[groups, G]``; each row sums to zero.
+        ``[groups, G]``, the same kind of array and dtype as ``rewards`` (autograd kept); each row sums to zero.
+
+    Raises:
+        ValueError: ``rewards`` is not 2-D, or has no group or no sample.
 
     Example:
+        >>> import numpy as np
         >>> group_mean_advantages(np.array([[1.0, 2.0, 6.0]]))
         array([[-2., -1.,  3.]])
     """
@@ -62,12 +69,13 @@ def rloo_advantages(rewards: ArrayLike) -> ArrayLike:
         rewards: ``[groups, G]`` floating rewards, one row per prompt, ``G >= 2``.
 
     Returns:
-        ``[groups, G]``, the same kind of array as ``rewards``.
+        ``[groups, G]``, the same kind of array and dtype as ``rewards`` (autograd kept).
 
     Raises:
-        ValueError: ``rewards`` is not 2-D, or ``G < 2`` (no other sample to leave one out for).
+        ValueError: ``rewards`` is not 2-D, has no group, or ``G < 2`` (no other sample to leave one out for).
 
     Example:
+        >>> import numpy as np
         >>> rloo_advantages(np.array([[1.0, 2.0, 6.0]]))
         array([[-3. , -1.5,  4.5]])
     """
@@ -90,11 +98,13 @@ def simulate_group_baseline_bias(group_size: int, groups: int, seed: int) -> dic
     ``g = (1/G) Σ_i a_i · A_i`` with each baseline. Over ``groups`` independent groups:
 
     Returns:
-        A dict of floats: ``true_gradient``; ``plain_mean``, ``plain_std`` (no baseline);
+        A dict of finite Python floats: ``true_gradient`` (1.0); ``plain_mean``, ``plain_std`` (no baseline);
         ``same_group_mean``, ``same_group_std``; ``rloo_mean``, ``rloo_std``; ``predicted_scale = (G-1)/G``;
-        ``observed_scale = same_group_mean / true_gradient``, to compare with the prediction. The standard error
-        of a mean is its std / sqrt(groups).
-        The same seed gives the same numbers, bit for bit.
+        ``observed_scale = same_group_mean / true_gradient``, to compare with the prediction. A ``*_mean`` is the
+        mean of the ``groups`` per-group estimates g; a ``*_std`` is their standard deviation, the spread of ONE
+        group's estimate (not the standard error of the mean, which is std / sqrt(groups)); with Bessel's
+        correction (ddof = 1) or without (ddof = 0), both accepted; 0.0 when ``groups = 1``.
+        The same seed gives the same numbers, bit for bit; another seed draws other actions.
 
     Raises:
         ValueError: ``group_size < 2`` or ``groups < 1``.

@@ -24,13 +24,15 @@ def reinforce_surrogate_loss(log_probs: ArrayLike, advantages: ArrayLike) -> Arr
     reaches them (or whatever computed them).
 
     Args:
-        log_probs: log-probabilities ``log π(a_i|s_i)`` of the actions taken, any shape (usually ``[N]``),
-            floating.
-        advantages: ``A_i``, the same shape (no broadcasting).
+        log_probs: log-probabilities ``log π(a_i|s_i)`` of the actions taken, any non-empty shape (usually
+            ``[N]``), floating, float32 or float64; any value <= 0, however far below (the loss never leaves log
+            space).
+        advantages: ``A_i``, the same shape (no broadcasting), floating; a tensor that requires grad is used as
+            a constant and left as it was (never detached in place).
 
     Returns:
-        A scalar: a 0-d tensor (autograd to ``log_probs`` kept) if either input is a tensor, else a 0-d NumPy
-        array.
+        A scalar in the promoted floating dtype of the two inputs: a 0-d tensor (autograd to ``log_probs`` kept,
+        none to ``advantages``) if either input is a tensor, else a 0-d NumPy array (or NumPy scalar).
 
     Raises:
         ValueError: the shapes differ, or the inputs are empty.
@@ -54,11 +56,14 @@ def discounted_reward_to_go(rewards: ArrayLike, episode_ends: ArrayLike, gamma: 
 
     Args:
         rewards: ``[T]`` or time-major ``[T, N]`` (N independent streams) floating rewards.
-        episode_ends: bool or 0/1, the same shape: step t is the last step of its episode.
-        gamma: discount in [0, 1].
+        episode_ends: bool or 0/1 (any numeric dtype), the same shape, NumPy or tensor whatever ``rewards`` is:
+            step t is the last step of its episode.
+        gamma: discount in [0, 1], both ends included.
 
     Returns:
-        Returns of the same shape, the same kind of array as ``rewards`` (autograd kept for tensors).
+        Returns of the same shape and floating dtype as ``rewards``, the same kind of array as ``rewards``
+        (``episode_ends`` does not decide it); for tensor rewards autograd is kept, every ``r_s`` reaching each
+        ``G_t`` it is summed into.
 
     Raises:
         ValueError: ``rewards`` is not 1-D or 2-D, shapes differ, the mask is not 0/1, gamma is outside [0, 1].
@@ -82,10 +87,13 @@ def categorical_entropy(logits: ArrayLike) -> ArrayLike:
     probability is 0 (underflowed, or a logit of -inf: an action that cannot be taken) contributes exactly 0.
 
     Args:
-        logits: ``[..., K]`` floating unnormalised log-probabilities; no NaN or +inf, at least one finite per row.
+        logits: ``[..., K]`` floating (float32 or float64) unnormalised log-probabilities, any finite size up to
+            the dtype's limits; -inf anywhere (an action that cannot be taken), but no NaN or +inf, and at least
+            one finite logit per row.
 
     Returns:
-        ``logits.shape[:-1]`` entropies in ``[0, log K]``, the same kind of array as ``logits`` (autograd kept).
+        ``logits.shape[:-1]`` entropies in ``[0, log K]``, the same kind of array and dtype as ``logits``
+        (autograd kept: the gradient ``-p_j (log p_j + H)``, exactly 0 at a logit of -inf).
 
     Raises:
         ValueError: no last axis, an empty action axis, NaN or +inf, or a row with every logit -inf.

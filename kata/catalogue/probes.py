@@ -129,10 +129,16 @@ def _drawn(strategy_name: str, *, count: int = PROBES_PER_FUNCTION, extra: Calla
 
 
 def _huge_logits() -> list[Any]:
-    """Probabilities that underflow to exactly 0 in float64, with rows and actions of different counts."""
+    """Probabilities that underflow to exactly 0 in float64, with rows and actions of different counts; logits of
+    -inf (an action that cannot be taken); finite logits whose difference overflows (no ties at the top, where a
+    valid logsumexp route loses a tie's log 2)."""
+    top = float(np.finfo(np.float64).max)
     return [dict(logits=np.array([1000.0, 0.0])),
             dict(logits=np.array([[1e4, -1e4, 0.0], [0.0, 1.0, 2.0]])),
-            dict(logits=np.array([[-800.0, 0.0, 3.0, 1.0]]))]
+            dict(logits=np.array([[-800.0, 0.0, 3.0, 1.0]])),
+            dict(logits=np.array([[0.0, 1.0, -np.inf], [-np.inf, 2.0, 2.0]])),
+            dict(logits=np.array([0.5, -np.inf, -1.0, 0.0])),
+            dict(logits=np.array([top, -top, 0.0]))]
 
 
 def _mixed_cuts() -> list[Any]:
@@ -279,6 +285,17 @@ def _group_rloo_cases() -> list[Any]:
     return [dict(rewards=rewards, group_size=group_size) for rewards, group_size in drawn]
 
 
+def _surrogate_observation(function: Callable[..., Any], case: dict) -> Observation:
+    """Values and gradients with both inputs tensors, and the kind of result when only one of them is a tensor."""
+    import torch
+
+    observed = with_gradients("log_probs", "advantages")(function, case)
+    kinds = tuple(type(function(**{key: torch.tensor(value) if key == name else value
+                                    for key, value in case.items()})).__name__
+                  for name in ("log_probs", "advantages"))
+    return observed, kinds
+
+
 # ---- the probe sets ----------------------------------------------------------------------------------------------
 
 _SURROGATE = ("new_log_probs", "old_log_probs", "advantages")
@@ -286,12 +303,11 @@ _TRAINING_TOLERANCE = dict(rtol=1e-4, atol=1e-6)  # float32 networks: summation 
 
 PROBE_SETS: tuple[ProbeSet, ...] = (
     # 1. reinforce
-    ProbeSet("reinforce_surrogate_loss", "reinforce", _drawn("surrogate_batches"),
-             guarded(with_gradients("log_probs", "advantages"))),
-    ProbeSet("discounted_reward_to_go", "reinforce", _drawn("reward_streams"), guarded(values)),
+    ProbeSet("reinforce_surrogate_loss", "reinforce", _drawn("surrogate_batches"), guarded(_surrogate_observation)),
+    ProbeSet("discounted_reward_to_go", "reinforce", _drawn("reward_streams"), guarded(with_gradients("rewards"))),
     ProbeSet("categorical_entropy", "reinforce",
              _drawn("logits_arrays", build=lambda logits: dict(logits=logits), extra=_huge_logits),
-             guarded(values)),
+             guarded(with_gradients("logits"))),
     # 2. baselines
     *(ProbeSet(name, "baselines", _drawn("group_rewards", build=lambda rewards: dict(rewards=rewards)),
                guarded(values))

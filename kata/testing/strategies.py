@@ -72,12 +72,24 @@ def sample_shapes(max_samples: int = 12) -> st.SearchStrategy[tuple[int, ...]]:
     return st.one_of(st.tuples(st.integers(1, max_samples)), st.tuples(st.integers(1, 3), st.integers(1, 4)))
 
 
+def any_shapes(max_samples: int = 12) -> st.SearchStrategy[tuple[int, ...]]:
+    """Non-empty shapes of 0 to 3 axes: [N] and [B, N] most often, a 0-d scalar and [B, T, N] too."""
+    return st.one_of(sample_shapes(max_samples), st.just(()), st.tuples(*[st.integers(1, 3)] * 3))
+
+
+EXTREME_LOG_PROBS = tuple(extreme_log_probs(np.float32) + extreme_log_probs(np.float64))  # exact in both dtypes
+
+
 @st.composite
 def surrogate_batches(draw, max_samples: int = 12) -> dict:
-    """Keyword arguments for reinforce_surrogate_loss: log-probabilities <= 0 and advantages of one shape, [N] or
-    [B, N]."""
-    shape = draw(sample_shapes(max_samples))
-    return dict(log_probs=draw(float_arrays(shape, -10.0, 0.0)), advantages=draw(float_arrays(shape, -10.0, 10.0)))
+    """Keyword arguments for reinforce_surrogate_loss: log-probabilities <= 0 (in [-10, 0], and far out where exp
+    underflows: EXTREME_LOG_PROBS) and advantages in [-10, 10] (zeros drawn often), of one non-empty shape with 0 to
+    3 axes."""
+    shape = draw(any_shapes(max_samples))
+    log_probs = draw(hnp.arrays(np.float64, shape, elements=st.one_of(floats(-10.0, 0.0),
+                                                                      st.sampled_from(EXTREME_LOG_PROBS))))
+    advantages = draw(hnp.arrays(np.float64, shape, elements=st.one_of(st.just(0.0), floats(-10.0, 10.0))))
+    return dict(log_probs=log_probs, advantages=advantages)
 
 
 @st.composite
@@ -91,32 +103,53 @@ def softmax_policies(draw, max_actions: int = 6) -> tuple[np.ndarray, np.ndarray
 def reward_streams(
     draw, time_major: bool | None = None, min_steps: int = 1, max_steps: int = 10, max_envs: int = 3
 ) -> dict:
-    """Keyword arguments for discounted_reward_to_go: [T] or time-major [T, N] rewards, frequent episode ends, and
-    gamma with the endpoints 0 and 1 drawn often."""
+    """Keyword arguments for discounted_reward_to_go: [T] or time-major [T, N] rewards in [-10, 10], episode ends at
+    random, at every step or at none, and gamma with the endpoints 0 and 1 drawn often."""
     batched = draw(st.booleans()) if time_major is None else time_major
     steps = draw(st.integers(min_steps, max_steps))
     shape = (steps, draw(st.integers(1, max_envs))) if batched else (steps,)
     return dict(
         rewards=draw(float_arrays(shape, -10.0, 10.0)),
-        episode_ends=draw(bool_arrays(shape)),
+        episode_ends=draw(st.one_of(bool_arrays(shape), st.builds(np.full, st.just(shape), st.booleans()))),
         gamma=draw(st.one_of(st.just(1.0), st.just(0.0), unit_interval)),
     )
 
 
 @st.composite
-def logits_arrays(draw, low: float = -20.0, high: float = 20.0) -> np.ndarray:
-    """Logits [..., K]: 1 or 2 axes, K from 1 to 5 actions, values in [low, high]."""
-    shape = draw(hnp.array_shapes(min_dims=1, max_dims=2, min_side=1, max_side=5))
+def logits_arrays(draw, low: float = -20.0, high: float = 20.0, max_dims: int = 3) -> np.ndarray:
+    """Logits [..., K]: 1 to ``max_dims`` axes, K from 1 to 5 actions, values in [low, high]."""
+    shape = draw(hnp.array_shapes(min_dims=1, max_dims=max_dims, min_side=1, max_side=5))
     return draw(float_arrays(shape, low, high))
+
+
+def limit_logits(dtype) -> list[float]:
+    """Finite logits near ``dtype``'s limits (a difference of two overflows: log_softmax gives -inf) and between."""
+    top = float(np.finfo(dtype).max)
+    return [top, -top, top / 2, -top / 2, 1e4, -1e4, 0.0, 1.0]
+
+
+@st.composite
+def masked_logits(draw) -> np.ndarray:
+    """Logits [..., K] in [-20, 20] with -inf (an action that cannot be taken) at drawn positions, every row keeping
+    at least one finite logit."""
+    logits = draw(logits_arrays(max_dims=2))
+    masked = draw(bool_arrays(logits.shape))
+    masked[..., draw(st.integers(0, logits.shape[-1] - 1))] = False
+    return np.where(masked, -np.inf, logits)
 
 # ---- 2. baselines ----------------------------------------------------------------------------------------------
 
 @st.composite
 def group_rewards(draw, min_group_size: int = 2, max_group_size: int = 6, max_groups: int = 5) -> np.ndarray:
-    """Rewards shaped [groups, G]; groups and G differ often, so a mean over the wrong axis shows."""
+    """Rewards shaped [groups, G]; groups and G differ often, so a mean over the wrong axis shows. Values in
+    [-10, 10], or a verifier's 0/1 (groups whose rewards are all equal included), each row sometimes on an offset of
+    ±1e6 or 1e9, where a sum loses the small differences' last digits."""
     groups = draw(st.integers(1, max_groups))
     group_size = draw(st.integers(min_group_size, max_group_size))
-    return draw(float_arrays((groups, group_size), -10.0, 10.0))
+    elements = st.sampled_from([0.0, 1.0]) if draw(st.booleans()) else floats(-10.0, 10.0)
+    rewards = draw(hnp.arrays(np.float64, (groups, group_size), elements=elements))
+    offsets = draw(hnp.arrays(np.float64, (groups, 1), elements=st.sampled_from([0.0, 0.0, 0.0, 1e6, -1e6, 1e9])))
+    return rewards + offsets
 
 # ---- 3. gae ----------------------------------------------------------------------------------------------------
 
