@@ -142,7 +142,8 @@ def sequence_log_probability_ratio(
     """
     new, old, bool_mask = token_log_prob_pair(new_log_probs, old_log_probs, mask)
     # BEGIN SOLUTION
-    log_ratio = torch.where(bool_mask, new - old, new.new_zeros(())).sum(dim=1)
+    # Old log-probs are data: detached, so that only new_log_probs receives gradient.
+    log_ratio = torch.where(bool_mask, new - old.detach(), new.new_zeros(())).sum(dim=1)
     return like_inputs(log_ratio, new_log_probs, old_log_probs, mask)
     # END SOLUTION
     # BEGIN STUB

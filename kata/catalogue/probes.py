@@ -175,8 +175,8 @@ def _clip_boundaries() -> list[Any]:
 
 
 def _with_masked_extremes(case: dict, seed: int) -> dict:
-    """The case with extreme log-probs (far beyond exp's range) at every masked position."""
-    extremes = np.array(_strategies().MASKED_EXTREMES)
+    """The case with extreme log-probs (far beyond exp's range, infinite, NaN) at every masked position."""
+    extremes = np.array(_strategies().IGNORED_VALUES)
     masked = case["mask"] == 0
     random = np.random.default_rng(seed)
     for key in ("new_log_probs", "old_log_probs"):
