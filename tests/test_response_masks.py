@@ -8,8 +8,8 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tests.assertions import plain
-from kata.testing.strategies import logits_and_ids, response_batches
+from tests.assertions import assert_differentiable, gradient, plain
+from kata.testing.strategies import IGNORED_VALUES, containers, float_dtypes, logits_and_ids, response_batches
 
 pytestmark = pytest.mark.response_masks
 
@@ -79,6 +79,9 @@ def _what_column_scores(row: np.ndarray, prompt_length: int, pad: int, eos: int,
                 f"is inside the prompt and does not end the response: EOS is searched from index {prompt_length} on")
     elif end is not None and row[index] == pad:
         hint = f"; token {token} equals pad_token_id but comes before the EOS at index {end}: it is not padding"
+    elif row[index] == pad:
+        hint = (f"; token {token} equals pad_token_id but comes before the last non-pad token at index {last}: it is "
+                "not padding")
     return (f"{scores}, a response token (the response runs from index {prompt_length} to "
             + (f"the EOS at index {end}" if end is not None else f"its last non-pad token at index {last}, with no "
                "EOS after the prompt") + f"): it is in the mask{hint}")
@@ -177,11 +180,24 @@ def test_seed_example(impl):
 # ---- properties ------------------------------------------------------------------------------------------------
 
 
-@given(batch=response_batches(), include_eos=st.booleans())
-def test_a_0_1_mask_of_label_columns_with_prompt_columns_zero(impl, batch, include_eos):
-    mask = impl.response_token_mask(**batch, include_eos=include_eos)
+@given(batch=response_batches(), include_eos=st.booleans(), data=st.data())
+def test_a_0_1_mask_of_label_columns_with_prompt_columns_zero(impl, batch, include_eos, data):
+    arrays = data.draw(containers({key: batch[key] for key in ("input_ids", "prompt_lengths")}), label="containers")
+    mask = impl.response_token_mask(**dict(batch, **arrays), include_eos=include_eos)
     rows_, length = batch["input_ids"].shape
-    assert isinstance(mask, np.ndarray), f"NumPy in must give NumPy out; got {type(mask).__name__}"
+    kinds = ", ".join(f"{key} {'a tensor' if isinstance(value, torch.Tensor) else 'NumPy'}"
+                      for key, value in arrays.items())
+    tensor_in = any(isinstance(value, torch.Tensor) for value in arrays.values())
+    if isinstance(mask, torch.Tensor) != tensor_in:
+        raise AssertionError(f"the mask is {type(mask).__name__} for {kinds}: a tensor if any input is a tensor, NumPy "
+                             "otherwise (hand both inputs to like_inputs)")
+    if tensor_in:
+        assert mask.dtype == torch.int64, f"the mask is int64; got {mask.dtype} (for {kinds})"
+        mask = mask.numpy()
+    else:
+        assert mask.dtype == np.int64, f"the mask is int64; got {mask.dtype} (for {kinds})"
+    for key, value in arrays.items():
+        np.testing.assert_array_equal(np.asarray(value), batch[key], err_msg=f"{key} was changed in place")
     assert mask.shape == (rows_, length - 1), (
         f"the mask is aligned with the labels input_ids[:, 1:], so it has T - 1 = {length - 1} columns; "
         f"got shape {mask.shape} for input_ids of shape {batch['input_ids'].shape}"
@@ -324,6 +340,11 @@ def test_bad_input_is_a_clear_error(impl):
         impl.response_token_mask(ids.astype(float), np.array([2, 2]), **valid)
     with pytest.raises(ValueError, match="include_eos"):
         impl.response_token_mask(ids, np.array([2, 2]), pad_token_id=0, eos_token_id=2, include_eos="yes")
+    with pytest.raises(ValueError, match="input_ids"):
+        impl.response_token_mask(ids[:, :1], np.array([1, 1]), **valid)  # T >= 2: a label needs a token before it
+    for name in ("pad_token_id", "eos_token_id"):
+        with pytest.raises(ValueError, match=name):
+            impl.response_token_mask(ids, np.array([2, 2]), **dict(valid, **{name: -1}))  # ids are >= 0
 
 
 # ---- token log-probs: the causal shift ---------------------------------------------------------------------------
@@ -393,3 +414,85 @@ def test_log_probs_bad_input_is_a_clear_error(impl):
         impl.token_log_probs(logits, ids + 1)  # id 5 is outside the vocabulary of 5
     with pytest.raises(ValueError, match="logits"):
         impl.token_log_probs(logits[0], ids)
+    with pytest.raises(ValueError, match="logits"):
+        impl.token_log_probs(logits.astype(np.int64), ids)  # logits are floating
+    with pytest.raises(ValueError, match="input_ids"):
+        impl.token_log_probs(logits, ids - 1)  # id -1 is outside [0, V)
+
+
+@given(pair=st.one_of(logits_and_ids(extreme=True), logits_and_ids(extreme=True, dtype=np.float32)), data=st.data())
+def test_log_probs_are_finite_in_the_logits_dtype_for_logits_near_its_limits(impl, pair, data):
+    logits, ids = pair
+    arrays = data.draw(containers(dict(logits=logits, input_ids=ids)), label="containers")
+    kinds = ", ".join(f"{key} {'a tensor' if isinstance(value, torch.Tensor) else 'NumPy'}"
+                      for key, value in arrays.items())
+    found = impl.token_log_probs(**arrays)
+    tensor_in = any(isinstance(value, torch.Tensor) for value in arrays.values())
+    if isinstance(found, torch.Tensor) != tensor_in:
+        raise AssertionError(f"the log-probs are {type(found).__name__} for {kinds}: a tensor if any input is a "
+                             "tensor, NumPy otherwise")
+    found = found.detach().numpy() if tensor_in else np.asarray(found)
+    assert found.dtype == logits.dtype, (
+        f"the log-probs are {found.dtype} for {logits.dtype} logits: they are in the logits' dtype"
+    )
+    expected = direct_token_log_probs(logits.astype(np.float64), ids)
+    if not np.isfinite(found).all():
+        b, j = (int(i) for i in np.argwhere(~np.isfinite(found))[0])
+        raise AssertionError(
+            f"row {b}, column {j} is {plain(found[b, j])} for finite {logits.dtype} logits (as large as "
+            f"{plain(np.abs(logits[b, j]).max())}): the log-prob is {plain(expected[b, j])}, a finite number; "
+            "log_softmax subtracts the largest logit first, so no exp overflows and no probability is taken the log of"
+            + ("; it equals log(softmax(z)), whose probabilities underflow to 0" if np.array_equal(
+                found[b, j], np.log(torch.softmax(torch.from_numpy(logits[b, j]), -1).numpy())[ids[b, j + 1]])
+               else "")
+        )
+    eps = float(np.finfo(logits.dtype).eps)
+    tolerance = 8 * eps * (1.0 + np.abs(logits[:, :-1]).max(axis=-1) + np.log(logits.shape[-1]))
+    wrong = ~(np.abs(found - expected) <= tolerance)
+    if wrong.any():
+        b, j = (int(i) for i in np.argwhere(wrong)[0])
+        raise AssertionError(
+            f"row {b}, column {j} is {plain(found[b, j])}, expected log_softmax(logits[{b}, {j}])[input_ids[{b}, "
+            f"{j + 1}]] = {plain(expected[b, j])} for {logits.dtype} logits as large as "
+            f"{plain(np.abs(logits[b, j]).max())} ({kinds})"
+        )
+
+
+@given(pair=logits_and_ids(), data=st.data())
+def test_the_last_position_never_reaches_a_log_prob(impl, pair, data):
+    logits, ids = pair
+    expected = np.asarray(impl.token_log_probs(logits, ids))
+    changed = logits.copy()
+    changed[:, -1] = data.draw(st.sampled_from(IGNORED_VALUES), label="value at the last position")
+    found = np.asarray(impl.token_log_probs(changed, ids))
+    if not np.array_equal(found, expected):
+        b, j = (int(i) for i in np.argwhere(~(found == expected))[0])
+        raise AssertionError(
+            f"row {b}, column {j} is {plain(found[b, j])}, expected {plain(expected[b, j])}, when only the last "
+            f"position's logits changed (to {plain(changed[0, -1, 0])}): the last position predicts no label, so "
+            "its logits never reach a log-prob (each position is normalised over its own vocabulary only)"
+        )
+
+
+@given(pair=logits_and_ids(), dtype=float_dtypes)
+def test_the_gradient_is_the_one_hot_label_minus_the_softmax(impl, pair, dtype):
+    logits, ids = pair
+    tensor = torch.tensor(logits.astype(dtype), requires_grad=True)
+    log_probs = impl.token_log_probs(tensor, ids)
+    assert_differentiable(log_probs, "the log-probs of tensor logits", "logits")
+    weights = np.random.default_rng(int(ids.sum())).uniform(-1.0, 1.0, size=log_probs.shape)
+    (log_probs * torch.from_numpy(weights.astype(dtype))).sum().backward()
+    found = gradient(tensor, "logits")
+    softmax = torch.softmax(torch.from_numpy(logits), dim=-1).numpy()
+    one_hot = np.zeros_like(logits)
+    np.put_along_axis(one_hot[:, :-1], ids[:, 1:, None], 1.0, axis=-1)
+    expected = np.zeros_like(logits)
+    expected[:, :-1] = weights[..., None] * (one_hot[:, :-1] - softmax[:, :-1])
+    eps = float(np.finfo(dtype).eps)
+    if not np.allclose(found, expected, rtol=64 * eps, atol=64 * eps):
+        b, t, v = (int(i) for i in np.argwhere(~np.isclose(found, expected, rtol=64 * eps, atol=64 * eps))[0])
+        raise AssertionError(
+            f"d log_prob / d logits[{b}, {t}, {v}] (weighted by {plain(weights[b, min(t, weights.shape[1] - 1)])}) "
+            f"is {plain(found[b, t, v])}, expected {plain(expected[b, t, v])}: the gradient of "
+            "log_softmax(z)[y] is one_hot(y) - softmax(z) at the positions 0..T-2, and 0 at the last"
+        )
