@@ -418,6 +418,10 @@ def test_log_probs_bad_input_is_a_clear_error(impl):
         impl.token_log_probs(logits.astype(np.int64), ids)  # logits are floating
     with pytest.raises(ValueError, match="input_ids"):
         impl.token_log_probs(logits, ids - 1)  # id -1 is outside [0, V)
+    with pytest.raises(ValueError, match="input_ids"):
+        impl.token_log_probs(logits, ids.astype(float))  # ids are integers
+    with pytest.raises(ValueError, match="input_ids"):
+        impl.token_log_probs(logits[:, :1], ids[:, :1])  # T >= 2: a label needs a token before it
 
 
 @given(pair=st.one_of(logits_and_ids(extreme=True), logits_and_ids(extreme=True, dtype=np.float32)), data=st.data())
@@ -427,6 +431,9 @@ def test_log_probs_are_finite_in_the_logits_dtype_for_logits_near_its_limits(imp
     kinds = ", ".join(f"{key} {'a tensor' if isinstance(value, torch.Tensor) else 'NumPy'}"
                       for key, value in arrays.items())
     found = impl.token_log_probs(**arrays)
+    for key, value in arrays.items():
+        np.testing.assert_array_equal(np.asarray(value), pair[0] if key == "logits" else ids,
+                                      err_msg=f"{key} was changed in place")
     tensor_in = any(isinstance(value, torch.Tensor) for value in arrays.values())
     if isinstance(found, torch.Tensor) != tensor_in:
         raise AssertionError(f"the log-probs are {type(found).__name__} for {kinds}: a tensor if any input is a "
@@ -496,3 +503,11 @@ def test_the_gradient_is_the_one_hot_label_minus_the_softmax(impl, pair, dtype):
             f"is {plain(found[b, t, v])}, expected {plain(expected[b, t, v])}: the gradient of "
             "log_softmax(z)[y] is one_hot(y) - softmax(z) at the positions 0..T-2, and 0 at the last"
         )
+
+
+# ---- clauses no test holds, and why ----
+# response_token_mask "a tensor on input_ids' device": the tests run where only the CPU exists; the mask is built
+#   from input_ids' own tensors, and no other device is there to tell a wrong one.
+# response_token_mask "(it is [scored], when the policy must learn to stop)": why include_eos exists, not a result.
+# token_log_probs "as long as two logits of one position differ by a finite amount": the limit of the domain the
+#   finiteness clause covers (logits within finfo.max / 4 are drawn); beyond it the true log-prob is no float.

@@ -588,6 +588,9 @@ def test_every_output_is_in_the_promoted_dtype_and_a_tensor_if_any_input_is(impl
                 "NumPy otherwise (hand every input to like_inputs, not only the first)"
             )
         found = value.detach().numpy() if isinstance(value, torch.Tensor) else np.asarray(value)
+        if found.shape != np.shape(expected):
+            raise AssertionError(f"{name} has shape {found.shape}, expected {np.shape(expected)} ("
+                                 + ("[B, L]" if index < 4 else "0-d" if index < 4 + len(REDUCTIONS) else "[B]") + ")")
         if found.dtype != promoted:
             raise AssertionError(
                 f"{name} is {found.dtype} for {inputs}: every output is in the promoted floating dtype of the "
@@ -650,11 +653,30 @@ def test_bad_input_is_a_clear_error(impl):
         "advantages": dict(advantages=np.ones((2, 6))),  # one advantage per response, not per token
         "clip_epsilon": dict(clip_epsilon=0.0),
     }
-    for name, change in cases.items():
-        with pytest.raises(ValueError, match=name):
-            impl.masked_token_ppo_terms(**dict(SEED_BATCH, **change))
-    with pytest.raises(ValueError, match="mask"):
-        impl.masked_token_ppo_terms(**dict(SEED_BATCH, mask=SEED_BATCH["mask"] * 2))
-    with pytest.raises(ValueError, match="mask"):
-        impl.sequence_log_probability_ratio(SEED_BATCH["new_log_probs"], SEED_BATCH["old_log_probs"],
-                                            SEED_BATCH["mask"][:1])
+    broadcastable = {  # shapes that would broadcast: the contract admits no broadcasting
+        "old_log_probs": dict(old_log_probs=SEED_BATCH["old_log_probs"][:1]),
+        "mask": dict(mask=SEED_BATCH["mask"][:1]),
+        "advantages": dict(advantages=SEED_BATCH["advantages"][:1]),
+        "clip_epsilon": dict(clip_epsilon=-0.2),
+    }
+    for function in (impl.masked_token_ppo_terms,
+                     lambda **kw: impl.masked_token_ppo_objective(**kw, reduction="token_mean")):
+        for name, change in [*cases.items(), *broadcastable.items()]:
+            with pytest.raises(ValueError, match=name):
+                function(**dict(SEED_BATCH, **change))
+        with pytest.raises(ValueError, match="mask"):
+            function(**dict(SEED_BATCH, mask=SEED_BATCH["mask"] * 2))
+    pair = {key: SEED_BATCH[key] for key in ("new_log_probs", "old_log_probs", "mask")}
+    for function in (impl.sequence_log_probability_ratio, impl.sequence_probability_ratio):
+        for name, change in (("mask", dict(mask=SEED_BATCH["mask"][:1])), ("mask", dict(mask=SEED_BATCH["mask"] * 2)),
+                             ("old_log_probs", dict(old_log_probs=SEED_BATCH["old_log_probs"][:, :5]))):
+            with pytest.raises(ValueError, match=name):
+                function(**dict(pair, **change))
+
+
+# ---- clauses no test holds, and why ----
+# masked_token_ppo_objective "the loss to minimise is its negative": what a caller does with the objective; the sign
+#   of the objective itself is held (the seed example and the gradient's sign).
+# masked_token_ppo_objective "a long response weighs more than a short one" / "each token of a long response weighs
+#   less": the formulas' consequences, held through the formulas and the lengths-differ example, not on their own.
+# sequence_probability_ratio "prefer the log-ratio for anything numeric": advice to the caller, not a result.

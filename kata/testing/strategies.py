@@ -298,7 +298,7 @@ def token_objective_batches(
     a row's base plus uniform in [-4, 0] (ratios up to e^4 from 1: both the clipped and the unclipped branch bind);
     the base is 0 or one of :func:`extreme_log_probs` of ``dtype`` (where ``exp`` of a log-prob underflows, so a
     ratio taken as ``exp(new) / exp(old)`` is 0 / 0). Advantages in [-5, 5]; masked positions hold moderate junk
-    here, and the tests overwrite them with IGNORED_VALUES. Arrays are in ``dtype``.
+    here, and the tests overwrite them with IGNORED_VALUES. Arrays are in ``dtype``; clip_epsilon from 1e-6 to 5.
     """
     rows, length = draw(st.integers(1, max_rows)), draw(st.integers(1, max_length))
     minimum = 0 if allow_empty and not equal_lengths else 1
@@ -319,7 +319,7 @@ def token_objective_batches(
         old_log_probs=old,
         advantages=random.uniform(-5.0, 5.0, rows).astype(dtype),
         mask=mask,
-        clip_epsilon=draw(clip_epsilons),
+        clip_epsilon=draw(st.one_of(clip_epsilons, st.sampled_from([1e-6, 1.0, 5.0]))),  # any eps > 0
     )
 
 # ---- 8. rloo_loop ----------------------------------------------------------------------------------------------
