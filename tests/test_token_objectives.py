@@ -529,6 +529,10 @@ def test_a_sequence_ratio_beyond_the_float_range_is_inf_or_zero(impl, dtype):
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # exp's overflow warns in NumPy
         ratio = np.asarray(impl.sequence_probability_ratio(new, old, np.ones((4, 4), dtype=np.int64)))
+    assert ratio.dtype == dtype, (
+        f"the sequence ratio is {ratio.dtype} for {np.dtype(dtype)} log-probs: it is in their promoted dtype, where "
+        f"exp of a log-ratio of {plain(big)} is inf"
+    )
     for row in range(4):
         if not (ratio[row] == expected[row] or np.isclose(ratio[row], expected[row], rtol=1e-5, atol=0)):
             raise AssertionError(
