@@ -296,6 +296,16 @@ def test_an_eos_inside_the_prompt_does_not_end_the_response(impl):
     )
 
 
+@pytest.mark.parametrize("include_eos", [True, False])
+def test_a_pad_id_inside_the_response_is_a_response_token(impl, include_eos):
+    # Row 0 has no EOS: its response runs to its last non-pad token (index 3), so the pad at index 2 is inside it.
+    # Row 1 ends at its EOS (index 4): the pad at index 2 comes before it.
+    ids = np.array([[1, 5, 0, 6, 0, 0], [1, 5, 0, 6, 2, 0]])
+    mask = impl.response_token_mask(ids, np.array([2, 2]), pad_token_id=0, eos_token_id=2, include_eos=include_eos)
+    assert_masks(mask, ids, np.array([2, 2]), 0, 2, include_eos,
+                 "a pad id before the response's end (its EOS, or its last non-pad token) is a response token")
+
+
 def test_empty_responses_give_rows_of_zeros(impl):
     ids = np.array([[1, 5, 6, 7], [1, 5, 2, 0], [1, 5, 0, 0]])
     mask = impl.response_token_mask(ids, np.array([4, 2, 2]), pad_token_id=0, eos_token_id=2, include_eos=False)

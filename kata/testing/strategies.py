@@ -249,7 +249,9 @@ def response_batches(draw, max_rows: int = 4, max_length: int = 12) -> dict:
         prompt_length = draw(st.one_of(st.just(1), st.just(length), st.integers(1, length)))
         size = draw(st.integers(0, length - prompt_length))
         end = prompt_length + size
-        input_ids[i, prompt_length:end] = random.choice(words, size=size)
+        # PAD (when it is not EOS) is one response token in three: a pad id inside a response is a response token.
+        weights = np.where(words == pad, len(words) - 1.0, 2.0) if pad != eos else np.ones(len(words))
+        input_ids[i, prompt_length:end] = random.choice(words, size=size, p=weights / weights.sum())
         tail = draw(st.sampled_from(["padding", "eos then padding", "eos then junk"])) if end < length else ""
         if tail == "padding":
             input_ids[i, end:] = pad
