@@ -38,9 +38,9 @@ def response_token_mask(
 
     Returns:
         int64 ``[B, T - 1]`` of 0 and 1 (a NumPy array when both inputs are NumPy, a tensor on ``input_ids``'
-        device if either is a tensor). Column ``j`` is 1 exactly when token ``j + 1`` is a response token: the ones form one
-        run that starts at column ``prompt_lengths[i] - 1`` and ends at the first EOS found at or after index
-        ``prompt_lengths[i]`` (an EOS inside the prompt does not count; the EOS column is 1 only with
+        device if either is a tensor). Column ``j`` is 1 exactly when token ``j + 1`` is a response token: the ones
+        form one run that starts at column ``prompt_lengths[i] - 1`` and ends at the first EOS found at or after
+        index ``prompt_lengths[i]`` (an EOS inside the prompt does not count; the EOS column is 1 only with
         ``include_eos``). Everything after that EOS is padding, even when ``pad_token_id == eos_token_id``.
         A response with no EOS runs to its last non-pad token; a PAD id before the response's end is a response
         token. An empty response gives a row of zeros.

@@ -205,11 +205,12 @@ def test_a_0_1_mask_of_label_columns_with_prompt_columns_zero(impl, batch, inclu
     assert np.issubdtype(mask.dtype, np.integer), f"the mask is an integer 0/1 array; got dtype {mask.dtype}"
     assert set(np.unique(mask).tolist()) <= {0, 1}, f"the mask holds only 0 and 1; it holds {plain(np.unique(mask))}"
     for i, row, prompt_length in rows(batch):
-        assert not mask[i, : prompt_length - 1].any(), (
-            f"row {i} = {row.tolist()} with prompt length {prompt_length}: a prompt token is in the mask (columns "
-            f"0..{prompt_length - 2} score prompt tokens 1..{prompt_length - 1}; the mask there is "
-            f"{plain(mask[i, : prompt_length - 1])}): prompt tokens must never be in the loss"
-        )
+        if mask[i, : prompt_length - 1].any():
+            raise AssertionError(
+                f"row {i} = {row.tolist()} with prompt length {prompt_length}: a prompt token is in the mask "
+                f"(columns 0..{prompt_length - 2} score prompt tokens 1..{prompt_length - 1}; the mask there is "
+                f"{plain(mask[i, : prompt_length - 1])}): prompt tokens must never be in the loss"
+            )
 
 
 @given(batch=response_batches(), include_eos=st.booleans())
@@ -407,11 +408,12 @@ def test_log_probs_keep_autograd_and_ignore_the_last_position(impl, pair):
     logits, ids = pair
     tensor = torch.tensor(logits, requires_grad=True)
     log_probs = impl.token_log_probs(tensor, torch.from_numpy(ids))
-    assert isinstance(log_probs, torch.Tensor) and log_probs.requires_grad, (
-        "a tensor in must give a tensor out, with the gradient path to the logits kept"
-    )
+    assert_differentiable(log_probs, "the log-probs of tensor logits", "logits")
     log_probs.sum().backward()
-    assert torch.all(tensor.grad[:, -1] == 0), "the last position predicts no label: its logits get no gradient"
+    last = gradient(tensor, "logits")[:, -1]
+    if (last != 0).any():
+        raise AssertionError(f"the gradient at the last position is {plain(last)}: the last position predicts no "
+                             "label, so its logits get no gradient")
     np.testing.assert_array_equal(logits, tensor.detach().numpy(), err_msg="logits were changed in place")
 
 
