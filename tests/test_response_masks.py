@@ -324,8 +324,8 @@ def test_empty_responses_give_rows_of_zeros(impl):
 def test_tensor_in_tensor_out_and_inputs_untouched(impl, include_eos):
     batch = dict(input_ids=SEED_IDS.copy(), prompt_lengths=SEED_PROMPT_LENGTHS.copy(), pad_token_id=0, eos_token_id=2)
     expected = impl.response_token_mask(**batch, include_eos=include_eos)
-    for tensors in (dict(input_ids=torch.from_numpy(SEED_IDS)),
-                    dict(input_ids=torch.from_numpy(SEED_IDS), prompt_lengths=torch.from_numpy(SEED_PROMPT_LENGTHS))):
+    ids, lengths = torch.from_numpy(SEED_IDS), torch.from_numpy(SEED_PROMPT_LENGTHS)
+    for tensors in (dict(input_ids=ids), dict(prompt_lengths=lengths), dict(input_ids=ids, prompt_lengths=lengths)):
         mask = impl.response_token_mask(**dict(batch, **tensors), include_eos=include_eos)
         assert isinstance(mask, torch.Tensor), "a tensor in must give a tensor out"
         assert mask.dtype == torch.int64, f"the documented mask dtype is int64; got {mask.dtype}"
@@ -415,6 +415,16 @@ def test_log_probs_keep_autograd_and_ignore_the_last_position(impl, pair):
         raise AssertionError(f"the gradient at the last position is {plain(last)}: the last position predicts no "
                              "label, so its logits get no gradient")
     np.testing.assert_array_equal(logits, tensor.detach().numpy(), err_msg="logits were changed in place")
+
+
+@pytest.mark.parametrize("alone", ["logits", "input_ids"])
+def test_log_probs_are_a_tensor_if_either_input_is(impl, alone):
+    arguments = dict(logits=np.zeros((2, 4, 5)), input_ids=np.array([[1, 2, 3, 4], [0, 0, 1, 1]]))
+    arguments[alone] = torch.from_numpy(arguments[alone])
+    found = impl.token_log_probs(**arguments)
+    assert isinstance(found, torch.Tensor), (
+        f"the log-probs are {type(found).__name__} when {alone} alone is a tensor: a tensor if either input is a tensor"
+    )
 
 
 def test_log_probs_bad_input_is_a_clear_error(impl):

@@ -649,6 +649,21 @@ def test_tensor_in_tensor_out_and_inputs_untouched(impl, batch):
         np.testing.assert_array_equal(batch[key], value, err_msg=f"{key} was changed in place")
 
 
+@pytest.mark.parametrize("alone", ARRAYS)
+def test_one_tensor_argument_alone_gives_tensors_out(impl, alone):
+    # Every argument in turn is the only tensor, the others NumPy: each output is a tensor, whichever it is.
+    arguments = dict(SEED_BATCH, **{alone: torch.tensor(SEED_BATCH[alone])})
+    for index, name in enumerate(OUTPUT_NAMES):
+        if alone not in arguments_of(index):
+            continue
+        value = output_of(impl, index, arguments)
+        if not isinstance(value, torch.Tensor):
+            raise AssertionError(
+                f"{name} is {type(value).__name__} when {alone} alone is a tensor: the result is a tensor if any "
+                "input is a tensor (hand every input to like_inputs, not only some)"
+            )
+
+
 def test_bad_input_is_a_clear_error(impl):
     impl.masked_token_ppo_terms(**SEED_BATCH)
     cases = {
