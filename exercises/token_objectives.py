@@ -41,14 +41,16 @@ def masked_token_ppo_terms(
 
     Returns:
         ``(ratio, unclipped, clipped, pessimistic)``, each ``[B, L]`` in the promoted floating dtype of
-        ``new_log_probs``, ``old_log_probs`` and ``advantages`` (the mask's dtype plays no part): at a response
-        token, exactly ``clipped_surrogate_terms`` of that token with its response's advantage (the ratio is
-        ``exp(new - old)``, finite however far below 0 both log-probs are); at a masked position, ``ratio == 1``
-        and the three terms ``== 0`` exactly, whatever ``new_log_probs`` and ``old_log_probs`` hold there, and no
-        gradient reaches those positions. NumPy when every array is NumPy, a tensor if any is.
+        ``new_log_probs``, ``old_log_probs`` and ``advantages`` (the mask's dtype plays no part; integer inputs
+        count as ``new_log_probs``' floating dtype): at a response token, exactly ``clipped_surrogate_terms`` of
+        that token with its response's advantage (the ratio is ``exp(new - old)``, finite however far below 0 both
+        log-probs are); at a masked position, ``ratio == 1`` and the three terms ``== 0`` exactly, whatever
+        ``new_log_probs`` and ``old_log_probs`` hold there, and no gradient reaches those positions. NumPy when
+        every array is NumPy, a tensor if any is.
 
     Raises:
-        ValueError: shapes that do not match (no broadcasting), a mask that is not 0/1, ``clip_epsilon <= 0``.
+        ValueError: arrays that are not numbers, log-probs that are not ``[B, L]`` with ``B, L >= 1``, shapes that
+            do not match (no broadcasting), a mask that is not 0/1, ``clip_epsilon <= 0``.
     """
     new, old, adv, bool_mask, epsilon = token_ppo_inputs(
         new_log_probs, old_log_probs, advantages, mask, clip_epsilon
@@ -121,7 +123,8 @@ def sequence_log_probability_ratio(
     any is.
 
     Raises:
-        ValueError: shapes that do not match, a mask that is not 0/1.
+        ValueError: arrays that are not numbers, log-probs that are not ``[B, L]`` with ``B, L >= 1``, shapes that
+            do not match, a mask that is not 0/1.
     """
     new, old, bool_mask = token_log_prob_pair(new_log_probs, old_log_probs, mask)
     # new, old: floating tensors [B, L] of one dtype; bool_mask: bool [B, L].
@@ -141,7 +144,8 @@ def sequence_probability_ratio(
     :func:`sequence_log_probability_ratio`.
 
     Raises:
-        ValueError: shapes that do not match, a mask that is not 0/1.
+        ValueError: arrays that are not numbers, log-probs that are not ``[B, L]`` with ``B, L >= 1``, shapes that
+            do not match, a mask that is not 0/1.
     """
     token_log_prob_pair(new_log_probs, old_log_probs, mask)
     # Build on sequence_log_probability_ratio. Return like_inputs(result, new_log_probs, old_log_probs, mask).

@@ -664,33 +664,67 @@ def test_one_tensor_argument_alone_gives_tensors_out(impl, alone):
             )
 
 
+def named(argument: str) -> str:
+    """A pattern for an error message that names ``argument`` as a word of its own."""
+    return rf"\b{argument}\b"
+
+
 def test_bad_input_is_a_clear_error(impl):
     impl.masked_token_ppo_terms(**SEED_BATCH)
-    cases = {
-        "old_log_probs": dict(old_log_probs=SEED_BATCH["old_log_probs"][:, :5]),
-        "mask": dict(mask=SEED_BATCH["mask"][:, :5]),
-        "advantages": dict(advantages=np.ones((2, 6))),  # one advantage per response, not per token
-        "clip_epsilon": dict(clip_epsilon=0.0),
-    }
-    broadcastable = {  # shapes that would broadcast: the contract admits no broadcasting
-        "old_log_probs": dict(old_log_probs=SEED_BATCH["old_log_probs"][:1]),
-        "mask": dict(mask=SEED_BATCH["mask"][:1]),
-        "advantages": dict(advantages=SEED_BATCH["advantages"][:1]),
-        "clip_epsilon": dict(clip_epsilon=-0.2),
-    }
+    words = np.full((2, 6), "x")
+    cases = [
+        ("old_log_probs", dict(old_log_probs=SEED_BATCH["old_log_probs"][:, :5])),
+        ("mask", dict(mask=SEED_BATCH["mask"][:, :5])),
+        ("advantages", dict(advantages=np.ones((2, 6)))),  # one advantage per response, not per token
+        ("advantages", dict(advantages=np.ones(3))),
+        ("clip_epsilon", dict(clip_epsilon=0.0)),
+        # shapes that would broadcast: the contract admits no broadcasting
+        ("old_log_probs", dict(old_log_probs=SEED_BATCH["old_log_probs"][:1])),
+        ("mask", dict(mask=SEED_BATCH["mask"][:1])),
+        ("advantages", dict(advantages=SEED_BATCH["advantages"][:1])),
+        ("clip_epsilon", dict(clip_epsilon=-0.2)),
+        ("mask", dict(mask=SEED_BATCH["mask"] * 2)),
+        ("mask", dict(mask=np.where(SEED_BATCH["mask"] == 1, 1.0, np.nan))),
+        # arrays of something other than numbers, and log-probs that are not [B, L] with B, L >= 1
+        ("new_log_probs", dict(new_log_probs=words)),
+        ("old_log_probs", dict(old_log_probs=words)),
+        ("advantages", dict(advantages=np.array(["x", "y"]))),
+        ("mask", dict(mask=words)),
+        ("new_log_probs", dict(new_log_probs=SEED_BATCH["new_log_probs"][0])),
+    ]
+    empty = {"B = 0": (0, 6), "L = 0": (2, 0)}
     for function in (impl.masked_token_ppo_terms,
                      lambda **kw: impl.masked_token_ppo_objective(**kw, reduction="token_mean")):
-        for name, change in [*cases.items(), *broadcastable.items()]:
-            with pytest.raises(ValueError, match=name):
+        for name, change in cases:
+            with pytest.raises(ValueError, match=named(name)):
                 function(**dict(SEED_BATCH, **change))
-        with pytest.raises(ValueError, match="mask"):
-            function(**dict(SEED_BATCH, mask=SEED_BATCH["mask"] * 2))
+        for shape in empty.values():
+            with pytest.raises(ValueError, match=named("new_log_probs")):
+                function(**dict(SEED_BATCH, new_log_probs=np.zeros(shape), old_log_probs=np.zeros(shape),
+                                mask=np.zeros(shape, dtype=np.int64), advantages=np.zeros(shape[0])))
     pair = {key: SEED_BATCH[key] for key in ("new_log_probs", "old_log_probs", "mask")}
     for function in (impl.sequence_log_probability_ratio, impl.sequence_probability_ratio):
-        for name, change in (("mask", dict(mask=SEED_BATCH["mask"][:1])), ("mask", dict(mask=SEED_BATCH["mask"] * 2)),
-                             ("old_log_probs", dict(old_log_probs=SEED_BATCH["old_log_probs"][:, :5]))):
-            with pytest.raises(ValueError, match=name):
-                function(**dict(pair, **change))
+        for name, change in cases:
+            if name in pair:
+                with pytest.raises(ValueError, match=named(name)):
+                    function(**dict(pair, **{key: value for key, value in change.items() if key in pair}))
+        for shape in empty.values():
+            with pytest.raises(ValueError, match=named("new_log_probs")):
+                function(np.zeros(shape), np.zeros(shape), np.zeros(shape, dtype=np.int64))
+
+
+def test_integer_advantages_and_log_probs_take_the_new_log_probs_dtype(impl):
+    # Integer (0/1 verifier) advantages and integer log-probs have no floating dtype of their own: they take
+    # new_log_probs', so float32 log-probs give float32 outputs.
+    new = SEED_BATCH["new_log_probs"].astype(np.float32)
+    arguments = dict(SEED_BATCH, new_log_probs=new, old_log_probs=np.zeros((2, 6), dtype=np.int64),
+                     advantages=np.array([1, 0]))
+    for index, name in enumerate(OUTPUT_NAMES):
+        found = np.asarray(output_of(impl, index, arguments))
+        assert found.dtype == np.float32, (
+            f"{name} is {found.dtype} for float32 new_log_probs with integer old_log_probs and advantages: integer "
+            "inputs take new_log_probs' floating dtype, here float32"
+        )
 
 
 # ---- clauses no test holds, and why ----
