@@ -398,7 +398,7 @@ def test_reductions_differ_as_documented_when_lengths_differ(impl):
 
 def test_an_unknown_reduction_names_the_valid_ones(impl):
     objective(impl, SEED_BATCH, "token_mean")
-    with pytest.raises(ValueError, match="reduction") as error:
+    with pytest.raises(ValueError, match=r"\breduction\b") as error:
         impl.masked_token_ppo_objective(**SEED_BATCH, reduction="mean")
     assert all(name in str(error.value) for name in REDUCTIONS), (
         f"the error must list the valid reductions {REDUCTIONS}; got: {error.value}"
@@ -698,6 +698,8 @@ def test_bad_input_is_a_clear_error(impl):
         for name, change in cases:
             with pytest.raises(ValueError, match=named(name)):
                 function(**dict(SEED_BATCH, **change))
+        with pytest.raises(ValueError, match=named("advantages") + r"[\s\S]*shape \(2,\)"):
+            function(**dict(SEED_BATCH, advantages=np.ones(3)))  # the message gives the shape expected, [B]
         for shape in empty.values():
             with pytest.raises(ValueError, match=named("new_log_probs")):
                 function(**dict(SEED_BATCH, new_log_probs=np.zeros(shape), old_log_probs=np.zeros(shape),
