@@ -29,19 +29,21 @@ def response_token_mask(
     """The 0/1 mask of response tokens, aligned with the labels ``input_ids[:, 1:]``.
 
     Args:
-        input_ids: integer ``[B, T]``, ``T >= 2``: each row is its prompt followed by its response, right-padded.
+        input_ids: integer ``[B, T]`` (any integer dtype), ``T >= 2``: each row is its prompt followed by its
+            response, right-padded. PAD and EOS ids may stand anywhere, the prompt included.
         prompt_lengths: integer ``[B]``, each in ``[1, T]``: the first ``prompt_lengths[i]`` tokens of row ``i``
             are its prompt (a prompt as long as its row leaves an empty response).
-        pad_token_id, eos_token_id: token ids (``>= 0``); they may be equal.
+        pad_token_id, eos_token_id: token ids (``>= 0``, any ids, 0 included); they may be equal.
         include_eos: whether the EOS that ends a response is scored (it is, when the policy must learn to stop).
 
     Returns:
-        int64 ``[B, T - 1]`` of 0 and 1 (a NumPy array for NumPy input, a tensor on ``input_ids``' device if any
-        input is a tensor). Column ``j`` is 1 exactly when token ``j + 1`` is a response token: the ones form one
-        run that starts at column ``prompt_lengths[i] - 1`` and ends at the first EOS found at or after index
-        ``prompt_lengths[i]`` (an EOS inside the prompt does not count; the EOS column is 1 only with
+        int64 ``[B, T - 1]`` of 0 and 1 (a NumPy array when both inputs are NumPy, a tensor on ``input_ids``'
+        device if either is a tensor). Column ``j`` is 1 exactly when token ``j + 1`` is a response token: the ones
+        form one run that starts at column ``prompt_lengths[i] - 1`` and ends at the first EOS found at or after
+        index ``prompt_lengths[i]`` (an EOS inside the prompt does not count; the EOS column is 1 only with
         ``include_eos``). Everything after that EOS is padding, even when ``pad_token_id == eos_token_id``.
-        A response with no EOS runs to its last non-pad token. An empty response gives a row of zeros.
+        A response with no EOS runs to its last non-pad token; a PAD id before the response's end is a response
+        token. An empty response gives a row of zeros.
 
     Example:
         >>> import numpy as np
@@ -50,7 +52,8 @@ def response_token_mask(
         array([[0, 0, 1, 1, 1, 0]])
 
     Raises:
-        ValueError: non-integer ids, shapes that do not match, a prompt length outside ``[1, T]``.
+        ValueError: non-integer ids, ``T < 2``, shapes that do not match, a prompt length outside ``[1, T]``, a
+            negative ``pad_token_id`` or ``eos_token_id``, an ``include_eos`` that is not a bool.
     """
     ids, lengths, pad, eos, keep_eos = response_mask_inputs(
         input_ids, prompt_lengths, pad_token_id, eos_token_id, include_eos
@@ -89,11 +92,14 @@ def token_log_probs(logits: ArrayLike, input_ids: ArrayLike) -> ArrayLike:
         input_ids: integer ``[B, T]`` (``T >= 2``), ids in ``[0, V)``.
 
     Returns:
-        ``[B, T - 1]`` in ``logits``' dtype: column ``j`` is ``log_softmax(logits[:, j])[input_ids[:, j + 1]]``.
-        Gradients flow into ``logits``; NumPy in, NumPy out.
+        ``[B, T - 1]`` in ``logits``' dtype: column ``j`` is ``log_softmax(logits[:, j])[input_ids[:, j + 1]]``,
+        finite wherever the logits are finite, even near the dtype's limits (as long as two logits of one position
+        differ by a finite amount). The last position ``logits[:, T - 1]`` predicts no label: whatever it holds
+        never reaches the result, and (finite) it gets zero gradient. Gradients flow into ``logits``. NumPy when
+        both inputs are NumPy, a tensor if either is a tensor.
 
     Raises:
-        ValueError: non-floating logits, shapes that do not match, ids outside ``[0, V)``.
+        ValueError: non-floating logits, shapes that do not match, ``T < 2``, ids outside ``[0, V)``.
     """
     scores, ids = token_log_prob_inputs(logits, input_ids)
     # BEGIN SOLUTION

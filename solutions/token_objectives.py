@@ -2,7 +2,12 @@
 
 Every array here is ``[B, L]`` with columns aligned with the labels ``input_ids[:, 1:]`` and a 0/1 ``mask`` from
 ``response_token_mask``. Positions outside the mask (prompt, padding, after EOS) may hold any value, even extreme
-ones: they never reach an output or a gradient.
+ones (``±inf``, NaN, ``1e4``): they never reach an output or a gradient. At response positions a log-prob may be
+any finite value ``<= 0``, even one whose ``exp`` underflows to 0 (below about -745 in float64, -104 in float32).
+
+Every function returns NumPy when every array argument is NumPy, and a tensor if any of them is a tensor. Old
+log-probs, advantages and the mask are data: gradient reaches ``new_log_probs`` only, even when another argument
+requires grad.
 """
 
 from __future__ import annotations
@@ -30,19 +35,24 @@ def masked_token_ppo_terms(
     Args:
         new_log_probs: floating ``[B, L]``, log-probs of the labels under the policy being optimised (gradients
             kept).
-        old_log_probs: floating ``[B, L]``, the same under the policy that sampled the responses (data).
-        advantages: floating ``[B]``: one advantage per response, shared by all its tokens.
-        mask: 0/1 or bool ``[B, L]``: 1 for the response tokens the loss scores.
+        old_log_probs: floating ``[B, L]``, the same under the policy that sampled the responses (data: no
+            gradient reaches it).
+        advantages: floating ``[B]``: one advantage per response, shared by all its tokens (data).
+        mask: ``[B, L]`` of 0/1 (integer or floating) or bool: 1 for the response tokens the loss scores (data).
         clip_epsilon: the clip range ``eps > 0``.
 
     Returns:
-        ``(ratio, unclipped, clipped, pessimistic)``, each ``[B, L]`` in the promoted floating dtype: at a response
-        token, exactly ``clipped_surrogate_terms`` of that token with its response's advantage; at a masked
-        position, ``ratio == 1`` and the three terms ``== 0`` exactly, whatever ``new_log_probs`` and
-        ``old_log_probs`` hold there, and no gradient reaches those positions. NumPy in, NumPy out.
+        ``(ratio, unclipped, clipped, pessimistic)``, each ``[B, L]`` in the promoted floating dtype of
+        ``new_log_probs``, ``old_log_probs`` and ``advantages`` (the mask's dtype plays no part; integer inputs
+        count as ``new_log_probs``' floating dtype): at a response token, exactly ``clipped_surrogate_terms`` of
+        that token with its response's advantage (the ratio is ``exp(new - old)``, finite however far below 0 both
+        log-probs are); at a masked position, ``ratio == 1`` and the three terms ``== 0`` exactly, whatever
+        ``new_log_probs`` and ``old_log_probs`` hold there, and no gradient reaches those positions. NumPy when
+        every array is NumPy, a tensor if any is.
 
     Raises:
-        ValueError: shapes that do not match (no broadcasting), a mask that is not 0/1, ``clip_epsilon <= 0``.
+        ValueError: arrays that are not numbers, log-probs that are not ``[B, L]`` with ``B, L >= 1``, shapes that
+            do not match (no broadcasting), a mask that is not 0/1, ``clip_epsilon <= 0``.
     """
     new, old, adv, bool_mask, epsilon = token_ppo_inputs(
         new_log_probs, old_log_probs, advantages, mask, clip_epsilon
@@ -98,8 +108,9 @@ def masked_token_ppo_objective(
         reduction: one of ``"token_mean"``, ``"sequence_mean"``, ``"sequence_sum_mean"``.
 
     Returns:
-        A 0-d tensor (with gradient into ``new_log_probs``) for tensor input, a NumPy float64/32 scalar array for
-        NumPy input.
+        A 0-d value in the promoted floating dtype of ``new_log_probs``, ``old_log_probs`` and ``advantages``: a
+        tensor (with gradient into ``new_log_probs`` only, an all-empty batch included) if any array argument is
+        a tensor, else a NumPy scalar array.
 
     Raises:
         ValueError: as :func:`masked_token_ppo_terms`, and an unknown ``reduction`` (the message lists the valid
@@ -135,14 +146,18 @@ def sequence_log_probability_ratio(
 
     A response's probability is the product of its tokens' probabilities, so its log-ratio is the sum of the token
     log-ratios over the response (masked positions, whatever they hold, add nothing). An empty response gives 0.
-    Gradients flow into ``new_log_probs``; NumPy in, NumPy out.
+    The result is in the promoted floating dtype of ``new_log_probs`` and ``old_log_probs``; gradients flow into
+    ``new_log_probs`` only (``old_log_probs`` and ``mask`` are data). NumPy when every array is NumPy, a tensor if
+    any is.
 
     Raises:
-        ValueError: shapes that do not match, a mask that is not 0/1.
+        ValueError: arrays that are not numbers, log-probs that are not ``[B, L]`` with ``B, L >= 1``, shapes that
+            do not match, a mask that is not 0/1.
     """
     new, old, bool_mask = token_log_prob_pair(new_log_probs, old_log_probs, mask)
     # BEGIN SOLUTION
-    log_ratio = torch.where(bool_mask, new - old, new.new_zeros(())).sum(dim=1)
+    # Old log-probs are data: detached, so that only new_log_probs receives gradient.
+    log_ratio = torch.where(bool_mask, new - old.detach(), new.new_zeros(())).sum(dim=1)
     return like_inputs(log_ratio, new_log_probs, old_log_probs, mask)
     # END SOLUTION
     # BEGIN STUB
@@ -160,10 +175,12 @@ def sequence_probability_ratio(
     The product of the token ratios, computed as ``exp`` of :func:`sequence_log_probability_ratio`: summing in log
     space and exponentiating once never overflows or underflows on the way (a product of 1,000 token ratios
     could). A log-ratio beyond the float range still gives ``inf`` or ``0`` (never NaN, never a warning): prefer
-    the log-ratio for anything numeric. An empty response gives 1.
+    the log-ratio for anything numeric. An empty response gives 1. Dtype, gradients and containers as
+    :func:`sequence_log_probability_ratio`.
 
     Raises:
-        ValueError: shapes that do not match, a mask that is not 0/1.
+        ValueError: arrays that are not numbers, log-probs that are not ``[B, L]`` with ``B, L >= 1``, shapes that
+            do not match, a mask that is not 0/1.
     """
     # BEGIN SOLUTION
     log_ratio = sequence_log_probability_ratio(new_log_probs, old_log_probs, mask)

@@ -8,8 +8,8 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tests.assertions import plain
-from kata.testing.strategies import logits_and_ids, response_batches
+from tests.assertions import assert_differentiable, gradient, plain
+from kata.testing.strategies import IGNORED_VALUES, containers, float_dtypes, logits_and_ids, response_batches
 
 pytestmark = pytest.mark.response_masks
 
@@ -79,6 +79,9 @@ def _what_column_scores(row: np.ndarray, prompt_length: int, pad: int, eos: int,
                 f"is inside the prompt and does not end the response: EOS is searched from index {prompt_length} on")
     elif end is not None and row[index] == pad:
         hint = f"; token {token} equals pad_token_id but comes before the EOS at index {end}: it is not padding"
+    elif row[index] == pad:
+        hint = (f"; token {token} equals pad_token_id but comes before the last non-pad token at index {last}: it is "
+                "not padding")
     return (f"{scores}, a response token (the response runs from index {prompt_length} to "
             + (f"the EOS at index {end}" if end is not None else f"its last non-pad token at index {last}, with no "
                "EOS after the prompt") + f"): it is in the mask{hint}")
@@ -177,11 +180,24 @@ def test_seed_example(impl):
 # ---- properties ------------------------------------------------------------------------------------------------
 
 
-@given(batch=response_batches(), include_eos=st.booleans())
-def test_a_0_1_mask_of_label_columns_with_prompt_columns_zero(impl, batch, include_eos):
-    mask = impl.response_token_mask(**batch, include_eos=include_eos)
+@given(batch=response_batches(), include_eos=st.booleans(), data=st.data())
+def test_a_0_1_mask_of_label_columns_with_prompt_columns_zero(impl, batch, include_eos, data):
+    arrays = data.draw(containers({key: batch[key] for key in ("input_ids", "prompt_lengths")}), label="containers")
+    mask = impl.response_token_mask(**dict(batch, **arrays), include_eos=include_eos)
     rows_, length = batch["input_ids"].shape
-    assert isinstance(mask, np.ndarray), f"NumPy in must give NumPy out; got {type(mask).__name__}"
+    kinds = ", ".join(f"{key} {'a tensor' if isinstance(value, torch.Tensor) else 'NumPy'}"
+                      for key, value in arrays.items())
+    tensor_in = any(isinstance(value, torch.Tensor) for value in arrays.values())
+    if isinstance(mask, torch.Tensor) != tensor_in:
+        raise AssertionError(f"the mask is {type(mask).__name__} for {kinds}: a tensor if any input is a tensor, NumPy "
+                             "otherwise (hand both inputs to like_inputs)")
+    if tensor_in:
+        assert mask.dtype == torch.int64, f"the mask is int64; got {mask.dtype} (for {kinds})"
+        mask = mask.numpy()
+    else:
+        assert mask.dtype == np.int64, f"the mask is int64; got {mask.dtype} (for {kinds})"
+    for key, value in arrays.items():
+        np.testing.assert_array_equal(np.asarray(value), batch[key], err_msg=f"{key} was changed in place")
     assert mask.shape == (rows_, length - 1), (
         f"the mask is aligned with the labels input_ids[:, 1:], so it has T - 1 = {length - 1} columns; "
         f"got shape {mask.shape} for input_ids of shape {batch['input_ids'].shape}"
@@ -189,11 +205,12 @@ def test_a_0_1_mask_of_label_columns_with_prompt_columns_zero(impl, batch, inclu
     assert np.issubdtype(mask.dtype, np.integer), f"the mask is an integer 0/1 array; got dtype {mask.dtype}"
     assert set(np.unique(mask).tolist()) <= {0, 1}, f"the mask holds only 0 and 1; it holds {plain(np.unique(mask))}"
     for i, row, prompt_length in rows(batch):
-        assert not mask[i, : prompt_length - 1].any(), (
-            f"row {i} = {row.tolist()} with prompt length {prompt_length}: a prompt token is in the mask (columns "
-            f"0..{prompt_length - 2} score prompt tokens 1..{prompt_length - 1}; the mask there is "
-            f"{plain(mask[i, : prompt_length - 1])}): prompt tokens must never be in the loss"
-        )
+        if mask[i, : prompt_length - 1].any():
+            raise AssertionError(
+                f"row {i} = {row.tolist()} with prompt length {prompt_length}: a prompt token is in the mask "
+                f"(columns 0..{prompt_length - 2} score prompt tokens 1..{prompt_length - 1}; the mask there is "
+                f"{plain(mask[i, : prompt_length - 1])}): prompt tokens must never be in the loss"
+            )
 
 
 @given(batch=response_batches(), include_eos=st.booleans())
@@ -280,6 +297,16 @@ def test_an_eos_inside_the_prompt_does_not_end_the_response(impl):
     )
 
 
+@pytest.mark.parametrize("include_eos", [True, False])
+def test_a_pad_id_inside_the_response_is_a_response_token(impl, include_eos):
+    # Row 0 has no EOS: its response runs to its last non-pad token (index 3), so the pad at index 2 is inside it.
+    # Row 1 ends at its EOS (index 4): the pad at index 2 comes before it.
+    ids = np.array([[1, 5, 0, 6, 0, 0], [1, 5, 0, 6, 2, 0]])
+    mask = impl.response_token_mask(ids, np.array([2, 2]), pad_token_id=0, eos_token_id=2, include_eos=include_eos)
+    assert_masks(mask, ids, np.array([2, 2]), 0, 2, include_eos,
+                 "a pad id before the response's end (its EOS, or its last non-pad token) is a response token")
+
+
 def test_empty_responses_give_rows_of_zeros(impl):
     ids = np.array([[1, 5, 6, 7], [1, 5, 2, 0], [1, 5, 0, 0]])
     mask = impl.response_token_mask(ids, np.array([4, 2, 2]), pad_token_id=0, eos_token_id=2, include_eos=False)
@@ -297,8 +324,8 @@ def test_empty_responses_give_rows_of_zeros(impl):
 def test_tensor_in_tensor_out_and_inputs_untouched(impl, include_eos):
     batch = dict(input_ids=SEED_IDS.copy(), prompt_lengths=SEED_PROMPT_LENGTHS.copy(), pad_token_id=0, eos_token_id=2)
     expected = impl.response_token_mask(**batch, include_eos=include_eos)
-    for tensors in (dict(input_ids=torch.from_numpy(SEED_IDS)),
-                    dict(input_ids=torch.from_numpy(SEED_IDS), prompt_lengths=torch.from_numpy(SEED_PROMPT_LENGTHS))):
+    ids, lengths = torch.from_numpy(SEED_IDS), torch.from_numpy(SEED_PROMPT_LENGTHS)
+    for tensors in (dict(input_ids=ids), dict(prompt_lengths=lengths), dict(input_ids=ids, prompt_lengths=lengths)):
         mask = impl.response_token_mask(**dict(batch, **tensors), include_eos=include_eos)
         assert isinstance(mask, torch.Tensor), "a tensor in must give a tensor out"
         assert mask.dtype == torch.int64, f"the documented mask dtype is int64; got {mask.dtype}"
@@ -308,22 +335,36 @@ def test_tensor_in_tensor_out_and_inputs_untouched(impl, include_eos):
                                   err_msg="prompt_lengths was changed in place")
 
 
+def named(argument: str, then: str = "") -> str:
+    """A pattern for an error message that names ``argument`` as a word of its own (then, optionally, ``then``)."""
+    return rf"\b{argument}\b" + (rf"[\s\S]*{then}" if then else "")
+
+
 def test_bad_input_is_a_clear_error(impl):
     ids = np.array([[1, 5, 6, 2], [1, 5, 2, 0]])
     impl.response_token_mask(ids, np.array([2, 2]), pad_token_id=0, eos_token_id=2, include_eos=True)
     valid = dict(pad_token_id=0, eos_token_id=2, include_eos=True)
-    with pytest.raises(ValueError, match="prompt_lengths"):
-        impl.response_token_mask(ids, np.array([2, 5]), **valid)  # a prompt longer than its row
-    with pytest.raises(ValueError, match="prompt_lengths"):
-        impl.response_token_mask(ids, np.array([0, 2]), **valid)  # the first token is never scored
-    with pytest.raises(ValueError, match="prompt_lengths"):
+    # A prompt length outside [1, T]: the message names the first row that has one, and its value.
+    for lengths, row, value in (([1, 5], 1, 5), ([4, 5], 1, 5), ([2, 0], 1, 0), ([0, 2], 0, 0)):
+        with pytest.raises(ValueError, match=named("prompt_lengths", rf"row {row} has {value}\b")):
+            impl.response_token_mask(ids, np.array(lengths), **valid)
+    with pytest.raises(ValueError, match=named("prompt_lengths")):
         impl.response_token_mask(ids, np.array([2, 2, 2]), **valid)  # one length per row
-    with pytest.raises(ValueError, match="input_ids"):
+    with pytest.raises(ValueError, match=named("prompt_lengths")):
+        impl.response_token_mask(ids, np.array([[2, 2]]), **valid)  # [B], not [1, B]
+    with pytest.raises(ValueError, match=named("prompt_lengths")):
+        impl.response_token_mask(ids, np.array([2.0, 2.0]), **valid)  # lengths are integers
+    with pytest.raises(ValueError, match=named("input_ids")):
         impl.response_token_mask(ids[0], np.array([2]), **valid)  # [B, T] is required
-    with pytest.raises(ValueError, match="input_ids"):
+    with pytest.raises(ValueError, match=named("input_ids")):
         impl.response_token_mask(ids.astype(float), np.array([2, 2]), **valid)
-    with pytest.raises(ValueError, match="include_eos"):
+    with pytest.raises(ValueError, match=named("include_eos")):
         impl.response_token_mask(ids, np.array([2, 2]), pad_token_id=0, eos_token_id=2, include_eos="yes")
+    with pytest.raises(ValueError, match=named("input_ids", r"T >= 2")):
+        impl.response_token_mask(ids[:, :1], np.array([1, 1]), **valid)  # T >= 2: a label needs a token before it
+    for name in ("pad_token_id", "eos_token_id"):
+        with pytest.raises(ValueError, match=named(name)):
+            impl.response_token_mask(ids, np.array([2, 2]), **dict(valid, **{name: -1}))  # ids are >= 0
 
 
 # ---- token log-probs: the causal shift ---------------------------------------------------------------------------
@@ -376,20 +417,132 @@ def test_log_probs_keep_autograd_and_ignore_the_last_position(impl, pair):
     logits, ids = pair
     tensor = torch.tensor(logits, requires_grad=True)
     log_probs = impl.token_log_probs(tensor, torch.from_numpy(ids))
-    assert isinstance(log_probs, torch.Tensor) and log_probs.requires_grad, (
-        "a tensor in must give a tensor out, with the gradient path to the logits kept"
-    )
+    assert_differentiable(log_probs, "the log-probs of tensor logits", "logits")
     log_probs.sum().backward()
-    assert torch.all(tensor.grad[:, -1] == 0), "the last position predicts no label: its logits get no gradient"
+    last = gradient(tensor, "logits")[:, -1]
+    if (last != 0).any():
+        raise AssertionError(f"the gradient at the last position is {plain(last)}: the last position predicts no "
+                             "label, so its logits get no gradient")
     np.testing.assert_array_equal(logits, tensor.detach().numpy(), err_msg="logits were changed in place")
+
+
+@pytest.mark.parametrize("alone", ["logits", "input_ids"])
+def test_log_probs_are_a_tensor_if_either_input_is(impl, alone):
+    arguments = dict(logits=np.zeros((2, 4, 5)), input_ids=np.array([[1, 2, 3, 4], [0, 0, 1, 1]]))
+    arguments[alone] = torch.from_numpy(arguments[alone])
+    found = impl.token_log_probs(**arguments)
+    assert isinstance(found, torch.Tensor), (
+        f"the log-probs are {type(found).__name__} when {alone} alone is a tensor: a tensor if either input is a tensor"
+    )
 
 
 def test_log_probs_bad_input_is_a_clear_error(impl):
     logits, ids = np.zeros((2, 4, 5)), np.array([[1, 2, 3, 4], [0, 0, 1, 1]])
     impl.token_log_probs(logits, ids)
-    with pytest.raises(ValueError, match="input_ids"):
+    with pytest.raises(ValueError, match=named("input_ids")):
         impl.token_log_probs(logits, ids[:, :3])  # shapes differ
-    with pytest.raises(ValueError, match="input_ids"):
-        impl.token_log_probs(logits, ids + 1)  # id 5 is outside the vocabulary of 5
-    with pytest.raises(ValueError, match="logits"):
+    with pytest.raises(ValueError, match=named("input_ids")):
+        impl.token_log_probs(logits, ids[0])  # [B, T] is required
+    # An id outside [0, V): the message names the first such id (after valid ones, 0 among them).
+    for bad, value in ((np.array([[0, 5, 1, 1], [0, 0, 1, 1]]), 5), (np.array([[0, 1, 1, 1], [0, -1, 1, 1]]), -1)):
+        with pytest.raises(ValueError, match=named("input_ids", rf"got {value}\b")):
+            impl.token_log_probs(logits, bad)
+    with pytest.raises(ValueError, match=named("input_ids")):
+        impl.token_log_probs(logits, ids.astype(float))  # ids are integers
+    with pytest.raises(ValueError, match=named("input_ids", r"T >= 2")):
+        impl.token_log_probs(logits[:, :1], ids[:, :1])  # T >= 2: a label needs a token before it
+    with pytest.raises(ValueError, match=named("logits")):
         impl.token_log_probs(logits[0], ids)
+    with pytest.raises(ValueError, match=named("logits")):
+        impl.token_log_probs(logits.astype(np.int64), ids)  # logits are floating
+    with pytest.raises(ValueError, match=named("logits")):
+        impl.token_log_probs(np.full((2, 4, 5), "x"), ids)  # logits are numbers
+
+
+@given(pair=st.one_of(logits_and_ids(extreme=True), logits_and_ids(extreme=True, dtype=np.float32)), data=st.data())
+def test_log_probs_are_finite_in_the_logits_dtype_for_logits_near_its_limits(impl, pair, data):
+    logits, ids = pair
+    arrays = data.draw(containers(dict(logits=logits, input_ids=ids)), label="containers")
+    kinds = ", ".join(f"{key} {'a tensor' if isinstance(value, torch.Tensor) else 'NumPy'}"
+                      for key, value in arrays.items())
+    found = impl.token_log_probs(**arrays)
+    for key, value in arrays.items():
+        np.testing.assert_array_equal(np.asarray(value), pair[0] if key == "logits" else ids,
+                                      err_msg=f"{key} was changed in place")
+    tensor_in = any(isinstance(value, torch.Tensor) for value in arrays.values())
+    if isinstance(found, torch.Tensor) != tensor_in:
+        raise AssertionError(f"the log-probs are {type(found).__name__} for {kinds}: a tensor if any input is a "
+                             "tensor, NumPy otherwise")
+    found = found.detach().numpy() if tensor_in else np.asarray(found)
+    assert found.dtype == logits.dtype, (
+        f"the log-probs are {found.dtype} for {logits.dtype} logits: they are in the logits' dtype"
+    )
+    expected = direct_token_log_probs(logits.astype(np.float64), ids)
+    if not np.isfinite(found).all():
+        b, j = (int(i) for i in np.argwhere(~np.isfinite(found))[0])
+        raise AssertionError(
+            f"row {b}, column {j} is {plain(found[b, j])} for finite {logits.dtype} logits (as large as "
+            f"{plain(np.abs(logits[b, j]).max())}): the log-prob is {plain(expected[b, j])}, a finite number; "
+            "log_softmax subtracts the largest logit first, so no exp overflows and no probability is taken the log of"
+            + ("; it equals log(softmax(z)), whose probabilities underflow to 0" if np.array_equal(
+                found[b, j], np.log(torch.softmax(torch.from_numpy(logits[b, j]), -1).numpy())[ids[b, j + 1]])
+               else "")
+        )
+    eps = float(np.finfo(logits.dtype).eps)
+    tolerance = 8 * eps * (1.0 + np.abs(logits[:, :-1]).max(axis=-1) + np.log(logits.shape[-1]))
+    wrong = ~(np.abs(found - expected) <= tolerance)
+    if wrong.any():
+        b, j = (int(i) for i in np.argwhere(wrong)[0])
+        raise AssertionError(
+            f"row {b}, column {j} is {plain(found[b, j])}, expected log_softmax(logits[{b}, {j}])[input_ids[{b}, "
+            f"{j + 1}]] = {plain(expected[b, j])} for {logits.dtype} logits as large as "
+            f"{plain(np.abs(logits[b, j]).max())} ({kinds})"
+        )
+
+
+@given(pair=logits_and_ids(), data=st.data())
+def test_the_last_position_never_reaches_a_log_prob(impl, pair, data):
+    logits, ids = pair
+    expected = np.asarray(impl.token_log_probs(logits, ids))
+    changed = logits.copy()
+    changed[:, -1] = data.draw(st.sampled_from(IGNORED_VALUES), label="value at the last position")
+    found = np.asarray(impl.token_log_probs(changed, ids))
+    if not np.array_equal(found, expected):
+        b, j = (int(i) for i in np.argwhere(~(found == expected))[0])
+        raise AssertionError(
+            f"row {b}, column {j} is {plain(found[b, j])}, expected {plain(expected[b, j])}, when only the last "
+            f"position's logits changed (to {plain(changed[0, -1, 0])}): the last position predicts no label, so "
+            "its logits never reach a log-prob (each position is normalised over its own vocabulary only)"
+        )
+
+
+@given(pair=logits_and_ids(), dtype=float_dtypes)
+def test_the_gradient_is_the_one_hot_label_minus_the_softmax(impl, pair, dtype):
+    logits, ids = pair
+    tensor = torch.tensor(logits.astype(dtype), requires_grad=True)
+    log_probs = impl.token_log_probs(tensor, ids)
+    assert_differentiable(log_probs, "the log-probs of tensor logits", "logits")
+    weights = np.random.default_rng(int(ids.sum())).uniform(-1.0, 1.0, size=log_probs.shape)
+    (log_probs * torch.from_numpy(weights.astype(dtype))).sum().backward()
+    found = gradient(tensor, "logits")
+    softmax = torch.softmax(torch.from_numpy(logits), dim=-1).numpy()
+    one_hot = np.zeros_like(logits)
+    np.put_along_axis(one_hot[:, :-1], ids[:, 1:, None], 1.0, axis=-1)
+    expected = np.zeros_like(logits)
+    expected[:, :-1] = weights[..., None] * (one_hot[:, :-1] - softmax[:, :-1])
+    eps = float(np.finfo(dtype).eps)
+    if not np.allclose(found, expected, rtol=64 * eps, atol=64 * eps):
+        b, t, v = (int(i) for i in np.argwhere(~np.isclose(found, expected, rtol=64 * eps, atol=64 * eps))[0])
+        raise AssertionError(
+            f"d log_prob / d logits[{b}, {t}, {v}] (weighted by {plain(weights[b, min(t, weights.shape[1] - 1)])}) "
+            f"is {plain(found[b, t, v])}, expected {plain(expected[b, t, v])}: the gradient of "
+            "log_softmax(z)[y] is one_hot(y) - softmax(z) at the positions 0..T-2, and 0 at the last"
+        )
+
+
+# ---- clauses no test holds, and why ----
+# response_token_mask "a tensor on input_ids' device": the tests run where only the CPU exists; the mask is built
+#   from input_ids' own tensors, and no other device is there to tell a wrong one.
+# response_token_mask "(it is [scored], when the policy must learn to stop)": why include_eos exists, not a result.
+# token_log_probs "as long as two logits of one position differ by a finite amount": the limit of the domain the
+#   finiteness clause covers (logits within finfo.max / 4 are drawn); beyond it the true log-prob is no float.

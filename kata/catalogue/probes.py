@@ -231,13 +231,43 @@ def _clip_boundaries() -> list[Any]:
 
 
 def _with_masked_extremes(case: dict, seed: int) -> dict:
-    """The case with extreme log-probs (far beyond exp's range) at every masked position."""
-    extremes = np.array(_strategies().MASKED_EXTREMES)
+    """The case with extreme log-probs (far beyond exp's range, infinite, NaN) at every masked position."""
+    extremes = np.array(_strategies().IGNORED_VALUES)
     masked = case["mask"] == 0
     random = np.random.default_rng(seed)
     for key in ("new_log_probs", "old_log_probs"):
         case[key] = np.where(masked, random.choice(extremes, size=masked.shape), case[key])
     return case
+
+
+def _mixed(case: dict, index: int) -> dict:
+    """The case with its containers and dtypes mixed by ``index``: one argument a tensor while the log-probs stay
+    NumPy, float32 new log-probs beside float64 old ones, or a tensor bool mask; every fourth case left as drawn."""
+    import torch
+
+    case = dict(case)
+    if index % 4 == 1:
+        case["advantages" if "advantages" in case else "mask"] = torch.as_tensor(case.get("advantages", case["mask"]))
+    elif index % 4 == 2:
+        case["new_log_probs"] = case["new_log_probs"].astype(np.float32)
+    elif index % 4 == 3:
+        case["mask"] = torch.as_tensor(case["mask"] != 0)
+    return case
+
+
+def _with_kinds(observe: Callable[[Callable[..., Any], Any], Observation]):
+    """``observe``, and each output's container and dtype on the case as given (a tensor if any input is one, the
+    promoted dtype): what a value cast to float64 for comparison no longer shows."""
+    import copy
+
+    def run(function: Callable[..., Any], case: Any) -> Observation:
+        output = function(**copy.deepcopy(case))
+        parts = output if isinstance(output, tuple) else (output,)
+        kinds = tuple(f"{type(part).__name__} {str(getattr(part, 'dtype', '')).replace('torch.', '')}"
+                      for part in parts)
+        return observe(function, case), kinds
+
+    return run
 
 
 def _token_cases(with_reduction: bool) -> Callable[[], list[Any]]:
@@ -248,6 +278,7 @@ def _token_cases(with_reduction: bool) -> Callable[[], list[Any]]:
         for index, case in enumerate(drawn):
             if index % 2:
                 case = _with_masked_extremes(dict(case), index)
+            case = _mixed(case, index // 2)
             if with_reduction:
                 case = {**case, "reduction": ("token_mean", "sequence_mean", "sequence_sum_mean")[index % 3]}
             result.append(case)
@@ -276,8 +307,23 @@ def _sampling_cases() -> list[Any]:
 
 
 def _response_mask_cases() -> list[Any]:
+    import torch
+
     drawn = draw(_strategies().response_batches(), PROBES_PER_FUNCTION, "response_batches")
-    return [{**case, "include_eos": index % 2 == 0} for index, case in enumerate(drawn)]
+    cases = [{**case, "include_eos": index % 2 == 0} for index, case in enumerate(drawn)]
+    # Prompt lengths as a tensor beside NumPy ids, in every third case: the mask is then a tensor.
+    return [{**case, "prompt_lengths": torch.as_tensor(case["prompt_lengths"])} if index % 3 == 1 else case
+            for index, case in enumerate(cases)]
+
+
+def _log_prob_cases() -> list[Any]:
+    """Ordinary logits, then logits near the float64 and float32 limits (where log(softmax) gives -inf)."""
+    strategies = _strategies()
+    cases = []
+    for arguments in ((), (3, 6, 6, np.float64, True), (3, 6, 6, np.float32, True)):
+        drawn = draw(strategies.logits_and_ids(*arguments), 12, "logits_and_ids" + repr(arguments))
+        cases += [dict(logits=logits, input_ids=ids) for logits, ids in drawn]
+    return cases
 
 
 def _group_rloo_cases() -> list[Any]:
@@ -339,14 +385,14 @@ PROBE_SETS: tuple[ProbeSet, ...] = (
     ProbeSet("ppo_update", "ppo_cartpole", _drawn("update_cases", count=UPDATE_PROBES), guarded(updated_networks),
              **_TRAINING_TOLERANCE),
     # 6. response_masks
-    ProbeSet("response_token_mask", "response_masks", _response_mask_cases, guarded(values)),
-    ProbeSet("token_log_probs", "response_masks",
-             _drawn("logits_and_ids", build=lambda pair: dict(logits=pair[0], input_ids=pair[1])), guarded(values)),
+    ProbeSet("response_token_mask", "response_masks", _response_mask_cases, guarded(_with_kinds(values))),
+    ProbeSet("token_log_probs", "response_masks", _log_prob_cases, guarded(_with_kinds(values))),
     # 7. token_objectives
-    ProbeSet("masked_token_ppo_terms", "token_objectives", _token_cases(False), guarded(values)),
-    ProbeSet("masked_token_ppo_objective", "token_objectives", _token_cases(True), guarded(values)),
-    ProbeSet("sequence_log_probability_ratio", "token_objectives", _ratio_cases, guarded(values)),
-    ProbeSet("sequence_probability_ratio", "token_objectives", _ratio_cases, guarded(values)),
+    ProbeSet("masked_token_ppo_terms", "token_objectives", _token_cases(False), guarded(_with_kinds(values))),
+    ProbeSet("masked_token_ppo_objective", "token_objectives", _token_cases(True), guarded(_with_kinds(values))),
+    *(ProbeSet(name, "token_objectives", _ratio_cases,
+               guarded(_with_kinds(with_gradients("new_log_probs", "old_log_probs"))))
+      for name in ("sequence_log_probability_ratio", "sequence_probability_ratio")),
     # 8. rloo_loop
     ProbeSet("sample_responses", "rloo_loop", _sampling_cases, guarded(sampled_responses)),
     ProbeSet("group_rloo_advantages", "rloo_loop", _group_rloo_cases, guarded(values)),

@@ -283,34 +283,40 @@ cartpole_states = hnp.arrays(  # inside the termination bounds, velocities as la
 ).map(lambda u: u * np.array([2.3, 3.0, 0.2, 3.0]))
 
 # ---- 6. response_masks -----------------------------------------------------------------------------------------
-# Token ids 0..7: small, so that EOS and PAD ids turn up inside prompts and junk tails. The structure of a batch
-# (lengths, which tail) is drawn by Hypothesis and shrinks; token contents come from a drawn seed, which keeps a
-# concept's tests within their time budget.
+# Token ids 0..7: small, so that EOS and PAD ids turn up inside prompts, responses and junk tails, and either may be
+# the vocabulary's first or last id. The structure of a batch (lengths, which tail) is drawn by Hypothesis and
+# shrinks; token contents come from a drawn seed, which keeps a concept's tests within their time budget.
 TOKEN_VOCABULARY = 8
 seeds = st.integers(0, 2**32 - 1)
+token_id_dtypes = st.sampled_from([np.int64, np.int32])
 
 
 @st.composite
 def response_batches(draw, max_rows: int = 4, max_length: int = 12) -> dict:
     """Keyword arguments for response_token_mask except include_eos: right-padded rows [prompt | response | tail].
 
-    ``pad_token_id == eos_token_id`` half of the time. Prompts draw from every id (EOS and PAD included); response
-    tokens are neither PAD nor EOS; the tail is padding, or an EOS followed by padding or by junk of any id
-    (nothing after the first EOS may count). Responses may be empty or fill the row without an EOS.
+    ``pad_token_id`` and ``eos_token_id`` are any ids (0 and the last id drawn often), equal half of the time.
+    Prompts draw from every id (EOS and PAD included); response tokens are never EOS but may be PAD (a pad id
+    before the response's end is a response token); the tail is padding, or an EOS followed by padding or by junk of
+    any id (nothing after the first EOS may count). Responses may be empty or fill the row without an EOS; prompt
+    lengths run from 1 to the row's width. Ids and lengths are int64 or int32.
     """
-    pad = draw(st.sampled_from([0, 1]))
-    eos = draw(st.sampled_from([pad, 2]))
-    words = np.array([token for token in range(TOKEN_VOCABULARY) if token not in (pad, eos)])
+    ends = st.sampled_from([0, TOKEN_VOCABULARY - 1])
+    pad = draw(st.one_of(ends, st.integers(0, TOKEN_VOCABULARY - 1)))
+    eos = draw(st.one_of(st.just(pad), ends, st.integers(0, TOKEN_VOCABULARY - 1)))
+    words = np.array([token for token in range(TOKEN_VOCABULARY) if token != eos])
     length = draw(st.integers(2, max_length))
     rows = draw(st.integers(1, max_rows))
     random = np.random.default_rng(draw(seeds))
     input_ids = random.integers(0, TOKEN_VOCABULARY, size=(rows, length))  # prompts and junk: any id
     prompt_lengths = np.empty(rows, dtype=np.int64)
     for i in range(rows):
-        prompt_length = draw(st.integers(1, length))
+        prompt_length = draw(st.one_of(st.just(1), st.just(length), st.integers(1, length)))
         size = draw(st.integers(0, length - prompt_length))
         end = prompt_length + size
-        input_ids[i, prompt_length:end] = random.choice(words, size=size)
+        # PAD (when it is not EOS) is one response token in three: a pad id inside a response is a response token.
+        weights = np.where(words == pad, len(words) - 1.0, 2.0) if pad != eos else np.ones(len(words))
+        input_ids[i, prompt_length:end] = random.choice(words, size=size, p=weights / weights.sum())
         tail = draw(st.sampled_from(["padding", "eos then padding", "eos then junk"])) if end < length else ""
         if tail == "padding":
             input_ids[i, end:] = pad
@@ -319,33 +325,47 @@ def response_batches(draw, max_rows: int = 4, max_length: int = 12) -> dict:
             if tail == "eos then padding":
                 input_ids[i, end + 1:] = pad
         prompt_lengths[i] = prompt_length
-    return dict(input_ids=input_ids, prompt_lengths=prompt_lengths, pad_token_id=pad, eos_token_id=eos)
+    dtype = draw(token_id_dtypes)
+    return dict(input_ids=input_ids.astype(dtype), prompt_lengths=prompt_lengths.astype(draw(token_id_dtypes)),
+                pad_token_id=pad, eos_token_id=eos)
+
+
+def logit_scales(dtype) -> list[float]:
+    """Magnitudes of logits from ordinary to near ``dtype``'s limit: ``finfo.max / 4`` keeps every difference of
+    two logits finite, so every log-prob is a finite number, while ``exp`` of one overflows and ``softmax`` of the
+    others underflows to 0 (``log(softmax(z))`` is then ``-inf``)."""
+    largest = float(np.finfo(dtype).max)
+    return [10.0, 200.0, 1e4, largest / 4]
 
 
 @st.composite
-def logits_and_ids(draw, max_rows: int = 3, max_length: int = 6, max_vocabulary: int = 6) -> tuple:
-    """``(logits [B, T, V], input_ids [B, T])`` with T >= 2 and ids in [0, V); logits uniform in [-10, 10]."""
+def logits_and_ids(draw, max_rows: int = 3, max_length: int = 6, max_vocabulary: int = 6,
+                   dtype=np.float64, extreme: bool = False) -> tuple:
+    """``(logits [B, T, V], input_ids [B, T])`` with T >= 2 and ids in [0, V) (0 and V - 1 among them often);
+    logits uniform in [-10, 10] in ``dtype``, or with ``extreme`` scaled by one of :func:`logit_scales`."""
     rows, length = draw(st.integers(1, max_rows)), draw(st.integers(2, max_length))
     vocabulary = draw(st.integers(2, max_vocabulary))
     random = np.random.default_rng(draw(seeds))
-    logits = random.uniform(-10.0, 10.0, size=(rows, length, vocabulary))
+    scale = draw(st.sampled_from(logit_scales(dtype))) if extreme else 10.0
+    logits = (random.uniform(-1.0, 1.0, size=(rows, length, vocabulary)) * scale).astype(dtype)
     return logits, random.integers(0, vocabulary, size=(rows, length))
 
 # ---- 7. token_objectives ---------------------------------------------------------------------------------------
-# Values a masked position may hold: extremes of either sign in log space, far beyond exp's float64 range.
-MASKED_EXTREMES = (1e4, -1e4, 50.0, -50.0, 800.0, -800.0)
 
 
 @st.composite
 def token_objective_batches(
-    draw, max_rows: int = 5, max_length: int = 8, equal_lengths: bool = False, allow_empty: bool = True
+    draw, max_rows: int = 5, max_length: int = 8, equal_lengths: bool = False, allow_empty: bool = True,
+    dtype=np.float64,
 ) -> dict:
     """Keyword arguments for masked_token_ppo_terms: [B, L] log-probs, [B] advantages, a 0/1 int64 mask.
 
     Each row's mask is one run of ones (as response_token_mask gives) at a drawn offset; rows have different
     lengths unless ``equal_lengths``, and may be empty when ``allow_empty``. Log-probs at response positions are
-    uniform in [-4, 0] (ratios up to e^4 from 1: both the clipped and the unclipped branch bind), advantages in
-    [-5, 5]; masked positions hold moderate junk here, and the tests overwrite them with MASKED_EXTREMES.
+    a row's base plus uniform in [-4, 0] (ratios up to e^4 from 1: both the clipped and the unclipped branch bind);
+    the base is 0 or one of :func:`extreme_log_probs` of ``dtype`` (where ``exp`` of a log-prob underflows, so a
+    ratio taken as ``exp(new) / exp(old)`` is 0 / 0). Advantages in [-5, 5]; masked positions hold moderate junk
+    here, and the tests overwrite them with IGNORED_VALUES. Arrays are in ``dtype``; clip_epsilon from 1e-6 to 5.
     """
     rows, length = draw(st.integers(1, max_rows)), draw(st.integers(1, max_length))
     minimum = 0 if allow_empty and not equal_lengths else 1
@@ -355,16 +375,18 @@ def token_objective_batches(
         size = shared if equal_lengths else draw(st.integers(minimum, length))
         start = draw(st.integers(0, length - size))
         mask[i, start:start + size] = 1
+    bases = np.array(draw(st.lists(st.sampled_from([0.0, *extreme_log_probs(dtype)]), min_size=rows,
+                                   max_size=rows)))[:, None]
     random = np.random.default_rng(draw(seeds))
     response = mask == 1
-    new, old = (np.where(response, random.uniform(-4.0, 0.0, mask.shape), random.uniform(-100.0, 100.0, mask.shape))
-                for _ in range(2))
+    new, old = (np.where(response, bases + random.uniform(-4.0, 0.0, mask.shape),
+                         random.uniform(-100.0, 100.0, mask.shape)).astype(dtype) for _ in range(2))
     return dict(
         new_log_probs=new,
         old_log_probs=old,
-        advantages=random.uniform(-5.0, 5.0, rows),
+        advantages=random.uniform(-5.0, 5.0, rows).astype(dtype),
         mask=mask,
-        clip_epsilon=draw(clip_epsilons),
+        clip_epsilon=draw(st.one_of(clip_epsilons, st.sampled_from([1e-6, 1.0, 5.0]))),  # any eps > 0
     )
 
 # ---- 8. rloo_loop ----------------------------------------------------------------------------------------------

@@ -10,5 +10,5 @@ def sequence_log_probability_ratio(new_log_probs, old_log_probs, mask):
     new, old, bool_mask = token_log_prob_pair(new_log_probs, old_log_probs, mask)
     zero = new.new_zeros(())
     new_total = torch.where(bool_mask, new, zero).sum(dim=1)
-    old_total = torch.where(bool_mask, old, zero).sum(dim=1)
+    old_total = torch.where(bool_mask, old.detach(), zero).sum(dim=1)
     return like_inputs(new_total - old_total, new_log_probs, old_log_probs, mask)
