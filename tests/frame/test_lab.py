@@ -80,7 +80,8 @@ def reference(tmp_path_factory: pytest.TempPathFactory) -> tuple[int, Path, list
 def _timeless(value):
     """``value`` without its wall-clock figures (seconds, elapsed and wall times), which no seed fixes."""
     if isinstance(value, dict):
-        return {k: _timeless(v) for k, v in value.items() if not any(word in k for word in ("seconds", "elapsed", "wall"))}
+        return {k: _timeless(v) for k, v in value.items()
+                if not any(word in k for word in ("seconds", "elapsed", "wall"))}
     if isinstance(value, list):
         return [_timeless(v) for v in value]
     return value
@@ -97,7 +98,8 @@ def test_the_training_runs_give_the_same_numbers_however_their_workers_start(mon
         monkeypatch.setenv("KATA_START_METHOD", method)
         runner = Runner(2)
         try:
-            assert runner.start_method == method, f"$KATA_START_METHOD={method} starts the workers: {runner.start_method}"
+            assert runner.start_method == method, (
+                f"$KATA_START_METHOD={method} starts the workers: {runner.start_method}")
             jobs = [runner.submit(sections.rloo_job, "solutions", TINY),
                     runner.submit(sections.ppo_job, "solutions", TINY, 11)]
             outcomes = [job() for job in jobs]
