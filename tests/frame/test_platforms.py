@@ -7,6 +7,7 @@ the deadlines without SIGALRM (here and tests/frame/test_cli.py).
 
 from __future__ import annotations
 
+import sys
 import threading
 import time
 
@@ -15,8 +16,11 @@ import pytest
 from kata.concepts import platforms
 
 pytestmark = pytest.mark.frame
+on_linux = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the switches force Linux onto the others' "
+                              "paths; elsewhere the platform's own path runs")
 
 
+@on_linux
 def test_each_switch_forces_its_path(monkeypatch):
     for name in ("KATA_START_METHOD", "KATA_NO_FORK", "KATA_NO_SIGALRM"):
         monkeypatch.delenv(name, raising=False)
@@ -34,6 +38,7 @@ def test_each_switch_forces_its_path(monkeypatch):
         platforms.start_method()
 
 
+@on_linux
 def test_a_process_holding_another_thread_is_never_forked(monkeypatch):
     monkeypatch.delenv("KATA_START_METHOD", raising=False)
     monkeypatch.delenv("KATA_NO_FORK", raising=False)
