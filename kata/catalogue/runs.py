@@ -3,9 +3,9 @@
 Shared by ``kata mistakes`` and ``kata variants``. Each run is a fresh process forked after the heavy imports (torch,
 Hypothesis, pytest, NumPy) are done once: a run keeps the isolation of a subprocess (its own copy of the
 implementation, its own Hypothesis state) without paying an interpreter's start-up and torch's import for each of
-the catalogue's entries. The runs are forked from this process while it holds one thread (the command line's
-``kata mistakes``, which never runs autograd itself), else from a forkserver that imported the same modules
-(kata.concepts.platforms). Where ``fork`` does not exist, each run is a new interpreter.
+the catalogue's entries. The runs are forked from a forkserver that imported the same modules (or from this
+process while it holds one thread, which NumPy's OpenBLAS pool rarely allows: kata.concepts.platforms). Where
+``fork`` does not exist, each run is a new interpreter.
 """
 
 from __future__ import annotations

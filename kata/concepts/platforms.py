@@ -12,7 +12,8 @@ read here, from the platform unless an environment variable forces it (CONTRIBUT
 Forking a process that holds other threads is unsafe: a lock another thread held stays held in the child, and torch
 refuses autograd in a child forked after autograd's device threads started (CUDA builds, "Autograd and Fork"). So a
 worker is forked only from a process that holds one thread at that moment; otherwise it comes from a forkserver (a
-fresh, single-threaded interpreter that imported the heavy modules once) or is spawned.
+fresh, single-threaded interpreter that imported the heavy modules once) or is spawned. NumPy's OpenBLAS starts its
+thread pool when NumPy is imported, so on Linux a tool that imported NumPy gets a forkserver.
 """
 
 from __future__ import annotations

@@ -31,10 +31,10 @@ class Runner:
         self.pool: ProcessPoolExecutor | None = None
         self.start_method: str | None = None
         if jobs > 1:
-            # Forked (Linux, from a process that holds one thread: `kata lab` from a shell), a worker starts at once
-            # with torch imported. From a process that holds other threads (a pytest-xdist worker, a notebook that
-            # ran backward() on a CUDA build, whose autograd device threads make a forked child's backward() fail),
-            # the workers come from a forkserver: docs/benchmarks.md has what each way costs.
+            # Forked only from a process that holds one thread. Any other (NumPy's OpenBLAS starts its pool at import,
+            # so in practice every lab; a pytest-xdist worker; a notebook that ran backward() on a CUDA build, whose
+            # autograd device threads make a forked child's backward() fail) gets its workers from a forkserver that
+            # imported torch once: docs/benchmarks.md has what each way costs.
             self.start_method = start_method()
             context = worker_context(PRELOAD, self.start_method)
             self.pool = ProcessPoolExecutor(max_workers=jobs, mp_context=context, initializer=_worker_setup)
