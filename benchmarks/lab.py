@@ -4,6 +4,7 @@
     python benchmarks/lab.py --full           # and the full profile (target: 10 minutes or less)
     python benchmarks/lab.py --compare-jobs   # smoke in-process (--jobs 1) and in 2 workers, alternately
     python benchmarks/lab.py --impl exercises # the student's code
+    python benchmarks/lab.py --start-methods  # smoke in 2 workers started by fork, forkserver and spawn, alternately
 
 Each run prints its wall time (interpreter start included), the CPU time of the lab and its workers, the sections'
 times and each PPO seed's, from the run's results.json. The load average is printed with them: on a shared machine
@@ -33,14 +34,16 @@ def children_cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def run_lab(profile: str, impl: str, jobs: int | None, out: Path) -> dict:
+def run_lab(profile: str, impl: str, jobs: int | None, out: Path, start_method: str | None = None) -> dict:
     command = [sys.executable, "-m", "kata.lab", "--profile", profile, "--impl", impl, "--out", str(out)]
     if jobs is not None:
         command += ["--jobs", str(jobs)]
     load = os.getloadavg()
     cpu, started = children_cpu(), time.perf_counter()
-    completed = subprocess.run(command, cwd=ROOT, capture_output=True, text=True,
-                               env={**os.environ, "MPLBACKEND": "Agg"})
+    environment = {**os.environ, "MPLBACKEND": "Agg"}
+    if start_method is not None:
+        environment["KATA_START_METHOD"] = start_method  # kata.concepts.platforms: how the workers start
+    completed = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, env=environment)
     wall, cpu = time.perf_counter() - started, children_cpu() - cpu
     if completed.returncode != 0:
         print(completed.stdout + completed.stderr)
@@ -55,7 +58,8 @@ def report(label: str, profile: str, run: dict) -> None:
     verdict = "within" if run["wall"] <= TARGETS[profile] else "OVER"
     print(f"\n{label}: {run['wall']:.1f} s wall end to end ({verdict} the {TARGETS[profile]:g} s target), "
           f"{run['cpu']:.1f} s CPU (lab and workers), training in "
-          + ("this process" if lab["jobs"] == 1 else f"{lab['jobs']} worker processes"))
+          + ("this process" if lab["jobs"] == 1 else f"{lab['jobs']} worker processes")
+          + (f" started by {lab['start_method']}" if lab.get("start_method") else ""))
     print("  load average before / after: " + " / ".join(
         ", ".join(f"{x:.2f}" for x in run[key]) for key in ("load_before", "load_after")))
     print("  sections: " + ", ".join(f"{key} {record['seconds']:.1f} s" for key, record in results["sections"].items()))
@@ -76,7 +80,10 @@ def main() -> None:
     parser.add_argument("--full", action="store_true", help="also run the full profile")
     parser.add_argument("--compare-jobs", action="store_true",
                         help="also run the smoke lab with --jobs 1 and --jobs 2, alternately, and compare")
-    parser.add_argument("--repeats", type=int, default=2, help="runs of each way with --compare-jobs (default 2)")
+    parser.add_argument("--repeats", type=int, default=2,
+                        help="runs of each way with --compare-jobs or --start-methods (default 2)")
+    parser.add_argument("--start-methods", action="store_true",
+                        help="also run the smoke lab in 2 workers started by fork, forkserver and spawn, alternately")
     args = parser.parse_args()
     print(f"machine: {describe_machine()}")
     with tempfile.TemporaryDirectory(prefix="lab-benchmark-") as folder:
@@ -94,6 +101,17 @@ def main() -> None:
                 f"{a:.1f} s vs {b:.1f} s" for a, b in zip(walls[1], walls[2]))
                   + f"; medians {sorted(walls[1])[len(walls[1]) // 2]:.1f} s vs "
                   f"{sorted(walls[2])[len(walls[2]) // 2]:.1f} s")
+        if args.start_methods:
+            methods = ("fork", "forkserver", "spawn")
+            seconds: dict[str, list[float]] = {method: [] for method in methods}
+            for repeat in range(args.repeats):
+                for method in methods:
+                    run = run_lab("smoke", args.impl, 2, Path(folder) / f"smoke-{method}-{repeat}", method)
+                    report(f"lab, smoke profile, 2 workers started by {method} (repeat {repeat + 1})", "smoke", run)
+                    seconds[method].append(run["wall"])
+            print("\n2 workers, wall by start method: " + "; ".join(
+                f"{method} {', '.join(f'{x:.1f}' for x in walls)} s (median {sorted(walls)[len(walls) // 2]:.1f} s)"
+                for method, walls in seconds.items()))
         if args.full:
             full = run_lab("full", args.impl, None, Path(folder) / "full")
             report("lab, full profile", "full", full)

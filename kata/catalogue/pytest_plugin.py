@@ -22,6 +22,7 @@ import pytest
 from kata.catalogue.diagnose import Catalogue, diagnose
 from kata.concepts import impl as implementations
 from kata.concepts.manifest import CONCEPTS, concept
+from kata.concepts.platforms import has_sigalrm, interrupt_after
 from kata.concepts.sources import started
 from kata.testing.record import write_json_atomically
 
@@ -75,21 +76,28 @@ class _Diagnosis:
 
 
 class _deadline:
-    """SIGALRM after ``seconds`` where it can be had (the main thread, POSIX); nothing otherwise."""
+    """_TooLong after ``seconds``, from the main thread: by SIGALRM, or a timer thread where there is none
+    (Windows); nothing in another thread."""
 
     def __init__(self, seconds: int) -> None:
         self.seconds = seconds
-        self.armed = hasattr(signal, "SIGALRM") and threading.current_thread() is threading.main_thread()
+        main = threading.current_thread() is threading.main_thread()
+        self.armed = has_sigalrm() and main
+        self.timer = interrupt_after(seconds, _TooLong, repeat=None) if main and not self.armed else None
 
     def __enter__(self) -> None:
         if self.armed:
             self.previous = signal.signal(signal.SIGALRM, self._expire)
             signal.alarm(self.seconds)
+        elif self.timer is not None:
+            self.timer.__enter__()
 
     def __exit__(self, *exc: object) -> None:
         if self.armed:
             signal.alarm(0)
             signal.signal(signal.SIGALRM, self.previous)
+        elif self.timer is not None:
+            self.timer.__exit__(*exc)
 
     @staticmethod
     def _expire(signum: int, frame: object) -> None:

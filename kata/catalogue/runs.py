@@ -1,9 +1,11 @@
 """Run a concept's tests against catalogue entries (mistakes/ or variants/), each in a process of its own.
 
-Shared by ``kata mistakes`` and ``kata variants``. Each run is a fresh process forked from this one after the heavy
-imports (torch, Hypothesis, pytest, NumPy) are done once: a run keeps the isolation of a subprocess (its own copy
-of the implementation, its own Hypothesis state) without paying an interpreter's start-up and torch's import for
-each of the catalogue's entries. Where ``fork`` does not exist, each run is a new interpreter.
+Shared by ``kata mistakes`` and ``kata variants``. Each run is a fresh process forked after the heavy imports (torch,
+Hypothesis, pytest, NumPy) are done once: a run keeps the isolation of a subprocess (its own copy of the
+implementation, its own Hypothesis state) without paying an interpreter's start-up and torch's import for each of
+the catalogue's entries. The runs are forked from a forkserver that imported the same modules (or from this
+process while it holds one thread, which NumPy's OpenBLAS pool rarely allows: kata.concepts.platforms). Where
+``fork`` does not exist, each run is a new interpreter.
 """
 
 from __future__ import annotations
@@ -22,11 +24,13 @@ from typing import Iterator
 
 from kata.concepts.impl import CATALOGUES, REPOSITORY_ROOT
 from kata.concepts.manifest import concept
+from kata.concepts.platforms import can_fork, start_method, worker_context
 
 FAILED_LINE = re.compile(r"^FAILED (\S+?)(?: - (.*))?$")
 # conftest.py registers every Hypothesis profile's twin under this suffix (no shrinking, no example database): a
 # catalogue run only needs to know whether a test fails, not the smallest counterexample.
 NO_SHRINK_SUFFIX = "-no-shrink"
+PRELOAD = ("hypothesis", "numpy", "pytest", "torch", "kata.testing.options", "kata.testing.strategies")
 
 
 @dataclass(frozen=True)
@@ -113,7 +117,7 @@ def fresh_seed() -> int:
 
 def run_all(runs: list[Run], impl: str = "solutions", jobs: int = 2) -> Iterator[Outcome]:
     """Run every ``run``, up to ``jobs`` at once; yield each outcome as it ends (not in order)."""
-    if hasattr(os, "fork"):
+    if can_fork():
         yield from _forked(runs, impl, max(1, jobs))
     else:
         from concurrent.futures import ThreadPoolExecutor
@@ -146,7 +150,7 @@ def _subprocess(run: Run, impl: str) -> Outcome:
                        _first_message(run, report))
 
 
-def _child(run: Run, impl: str, output_path: str) -> None:
+def _child(run: Run, impl: str, output_path: str, environment: dict[str, str]) -> None:
     """In the forked process: pytest's output to ``output_path``, its exit status as the process's."""
     code = 3
     try:
@@ -154,7 +158,7 @@ def _child(run: Run, impl: str, output_path: str) -> None:
         os.dup2(descriptor, 1)
         os.dup2(descriptor, 2)
         os.environ.clear()
-        os.environ.update(_environment(run))
+        os.environ.update(environment)
         os.chdir(REPOSITORY_ROOT)
         import pytest
 
@@ -175,7 +179,9 @@ def _forked(runs: list[Run], impl: str, jobs: int) -> Iterator[Outcome]:
     import torch
 
     torch.set_num_threads(1)
-    context = multiprocessing.get_context("fork")
+    # Chosen once, before the first run: fork while this process holds one thread (it starts none between runs),
+    # else a forkserver (an interpreter per run would import torch again for each of hundreds of runs).
+    context = worker_context(PRELOAD, start_method(elsewhere="forkserver"))
     pending = list(runs)
     running: dict[int, tuple[multiprocessing.Process, Run, str, float]] = {}
     with tempfile.TemporaryDirectory(prefix="kata-catalogue-") as folder:
@@ -188,7 +194,8 @@ def _forked(runs: list[Run], impl: str, jobs: int) -> Iterator[Outcome]:
                 Path(output_path).touch()
                 sys.stdout.flush()
                 sys.stderr.flush()
-                process = context.Process(target=_child, args=(run, impl, output_path), daemon=True)
+                process = context.Process(target=_child, args=(run, impl, output_path, _environment(run)),
+                                          daemon=True)
                 process.start()
                 running[process.sentinel] = (process, run, output_path, time.perf_counter())
             ready = multiprocessing.connection.wait(list(running))

@@ -75,7 +75,7 @@ OUTPUT_TAIL = 2000  # characters of a crashed run's output kept for its error me
 MEMORY_LIMIT = 4 * 2**30  # bytes of address space per run; the whole suite on the reference needs under 1 GiB
 PROCESS_LIMIT = 256  # processes (threads included) a run may add to what its user runs already
 STOP_GRACE = 5.0  # seconds between asking a run to stop and killing it
-SIGXCPU_EXIT = 128 + signal.SIGXCPU
+SIGXCPU_EXIT = 128 + getattr(signal, "SIGXCPU", 24)  # Windows has no SIGXCPU (nor the limits that send it)
 LIMIT_SIGNS = {  # what a failure message shows when a limit fired
     "address space": ("MemoryError", "can't allocate memory", "std::bad_alloc", "Cannot allocate memory"),
     "processes": ("BlockingIOError", "Resource temporarily unavailable"),

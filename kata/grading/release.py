@@ -145,14 +145,23 @@ def _toml_tables(data: dict[str, Any], prefix: str = "") -> str:
 
 
 def student_readme() -> str:
-    setup = "python3.11 -m venv .venv && .venv/bin/python -m pip install -r requirements.txt"
+    setup = "python3 -m venv .venv && .venv/bin/python -m pip install -r requirements.txt"
     rows = "\n".join(f"| {c.number} | `{c.name}` | {c.title} | {c.points:g} |" for c in CONCEPTS)
     return f"""# Policy gradients, from REINFORCE to PPO
 
 A test-driven kata: each concept is a stub in `exercises/` that you fill in until its property tests go green. The
 loops of concepts 5 and 8 train an agent and a tiny language model with *your* functions.
 
-## On a fresh machine (Python 3.11 and pip)
+## On a fresh machine (Python 3.11 or newer, and pip)
+
+`python3 --version` says which Python you have (3.11 to 3.14 work; where `python3` is older, name a newer one, e.g.
+`python3.12`). `requirements.txt` pins torch 2.13.0, which has no wheel for Intel Macs or Windows on ARM. On Linux
+x86_64 PyPI's default torch wheel is the CUDA build (several GB): get the CPU build first (macOS and Windows wheels
+on PyPI are CPU builds already):
+
+```bash
+python3 -m venv .venv && .venv/bin/python -m pip install torch==2.13.0 --index-url {TORCH_INDEX}
+```
 
 Set up, then run the whole lab on your code (a section you have not written yet is skipped, with one line):
 
@@ -166,12 +175,13 @@ Set up, then run the tests on your code (every test fails until you write its co
 {setup} && .venv/bin/python -m pytest
 ```
 
-`requirements.txt` pins torch 2.13.0. On Linux x86_64 PyPI's default torch wheel is the CUDA build (several GB);
-get the CPU build first, then the rest:
+On Windows (PowerShell or cmd), the set-up in two lines, then the lab or the tests:
 
-```bash
-python3.11 -m venv .venv && .venv/bin/python -m pip install torch==2.13.0 --index-url {TORCH_INDEX}
-.venv/bin/python -m pip install -r requirements.txt
+```
+python -m venv .venv
+.venv\\Scripts\\python -m pip install -r requirements.txt
+.venv\\Scripts\\kata lab --impl exercises
+.venv\\Scripts\\python -m pytest
 ```
 
 ## How you work
@@ -184,7 +194,8 @@ kata hint gae       # a nudge; --level 2, 3, ... come nearer the answer
 kata status         # every concept: not started / failing k of n / done, and what is next
 ```
 
-(`kata` is `.venv/bin/kata`, or activate the environment first: `source .venv/bin/activate`.) Read a concept's
+(`kata` is `.venv/bin/kata`, `.venv\\Scripts\\kata` on Windows, or activate the environment first: `source
+.venv/bin/activate`.) Read a concept's
 section of GUIDE.md and the docstring of its stub (the contract: shapes, dtypes, an example), then write the
 arithmetic. A failing test says what property failed and shows the smallest input Hypothesis found. `kata check`
 leaves out the tests marked `slow`, which train an agent (`kata check --slow` runs them); grading runs them.

@@ -136,6 +136,7 @@ def run_lab(plan: LabPlan, impl: str = "solutions", out: str | os.PathLike[str] 
     run.say(f"kata lab: profile {plan.profile}, implementation {impl}; training runs {where}; writing to {folder}")
 
     runner = Runner(jobs)
+    run.results["lab"]["start_method"] = runner.start_method  # how the workers started (None: in this process)
     try:
         # Start every training run first: the workers train while this process does the quick sections.
         rloo = runner.submit(sections.rloo_job, impl, plan)

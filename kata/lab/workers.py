@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
-import multiprocessing
 import os
-import sys
 import time
 from collections.abc import Callable
 from concurrent.futures import Future, ProcessPoolExecutor
 from typing import Any
 
+from kata.concepts.platforms import start_method, worker_context
 from kata.lab.outcome import Outcome, error_text, guarded
+
+# What a forkserver imports once, before it forks the workers: torch and the lab's training code. A worker then starts
+# in milliseconds; spawned, each spends seconds importing torch.
+PRELOAD = ("torch", "numpy", "kata.lab.sections", "kata.lab.outcome", "kata.rl.ppo", "kata.rl.rloo")
 
 
 def _worker_setup() -> None:
@@ -26,12 +29,19 @@ class Runner:
     def __init__(self, jobs: int) -> None:
         self.jobs = jobs
         self.pool: ProcessPoolExecutor | None = None
+        self.start_method: str | None = None
         if jobs > 1:
-            # On Linux a forked worker starts at once, with torch and the implementation already imported (a new
-            # interpreter spends seconds importing torch). Elsewhere fork is unsafe or missing: spawn.
-            method = "fork" if sys.platform.startswith("linux") else "spawn"
-            context = multiprocessing.get_context(method)
+            # Forked only from a process that holds one thread. Any other (NumPy's OpenBLAS starts its pool at import,
+            # so in practice every lab; a pytest-xdist worker; a notebook that ran backward() on a CUDA build, whose
+            # autograd device threads make a forked child's backward() fail) gets its workers from a forkserver that
+            # imported torch once: docs/benchmarks.md has what each way costs.
+            self.start_method = start_method()
+            context = worker_context(PRELOAD, self.start_method)
             self.pool = ProcessPoolExecutor(max_workers=jobs, mp_context=context, initializer=_worker_setup)
+            if self.start_method == "fork":
+                # Fork every worker now, while this process still holds its one thread (the pool's own threads
+                # start after its workers).
+                self.pool.submit(int).result()
 
     def submit(self, function: Callable[..., Any], *args: Any) -> Callable[[], Outcome]:
         """Start ``function(*args)``; returns a callable that waits for its :class:`Outcome`."""

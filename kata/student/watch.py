@@ -1,16 +1,18 @@
 """`kata watch`: the check again after every change, from a warm process.
 
-The watching process imports what every check needs once (torch, NumPy, pytest, Hypothesis, the frame, and the
-catalogue's diagnosis where it is installed) and never imports the student's modules. Each check runs in a child
-forked from it, where pytest imports ``exercises/`` afresh: the verdict, the messages, the Hypothesis profile and
-the diagnosis are those of ``kata check``, without its start-up. Changes are seen with watchfiles (the operating
-system's file events) where it is installed, else by polling. Where ``fork`` does not exist, each check is a fresh
-``kata check`` process, and watch says so once.
+What every check needs (torch, NumPy, pytest, Hypothesis, the frame, and the catalogue's diagnosis where it is
+installed) is imported once, by a forkserver, never with the student's modules. Each check runs in a child forked
+from that server, where pytest imports ``exercises/`` afresh: the verdict, the messages, the Hypothesis profile and
+the diagnosis are those of ``kata check``, without its start-up. The server, not the watching process, forks: the
+watcher holds the thread that listens for file events, and a process holding threads is not forked
+(kata.concepts.platforms). Changes are seen with watchfiles (the operating system's file events) where it is
+installed, else by polling. Where there is no fork (Windows), each check is a fresh ``kata check`` process, and watch
+says so once.
 """
 
 from __future__ import annotations
 
-import importlib
+import multiprocessing.context
 import os
 import queue
 import sys
@@ -114,52 +116,71 @@ def watch(check: Callable[[], object], folder: Path, *, interval: float = 0.5, m
         return 0
 
 
-def warm_up(diagnosis: bool) -> None:
-    """Import, in this process, everything a check imports but the student's modules."""
-    for name in WARM_IMPORTS + (("kata.catalogue.pytest_plugin", "kata.catalogue.probes") if diagnosis else ()):
-        try:
-            importlib.import_module(name)
-        except ImportError:
-            continue
+def warm_imports(diagnosis: bool) -> list[str]:
+    """Everything a check imports but the student's modules."""
+    return list(WARM_IMPORTS + (("kata.catalogue.pytest_plugin", "kata.catalogue.probes") if diagnosis else ()))
 
 
-def in_a_forked_child(arguments: list[str]) -> int:
-    """pytest on ``arguments`` in a child of this process (so the student's modules are imported anew); its exit
-    code."""
-    sys.stdout.flush()
-    sys.stderr.flush()
-    child = os.fork()
-    if child == 0:
-        code = 3
-        try:
-            import pytest
+def warm_server(diagnosis: bool) -> multiprocessing.context.BaseContext:
+    """The forkserver's context: its server, started by the first check, imports :func:`warm_imports` once (a
+    module that is not installed is skipped)."""
+    from kata.concepts.platforms import worker_context
 
-            from kata.concepts.impl import REPOSITORY_ROOT
+    return worker_context(warm_imports(diagnosis), "forkserver")
 
-            os.environ.pop("KATA_IMPL", None)  # the student's own exercises/, whatever the shell says
-            os.chdir(REPOSITORY_ROOT)
-            # The warm modules were imported before pytest could mark them for assertion rewriting: no test's
-            # assertion is in them, and the warning is all the difference with kata check's output.
-            code = int(pytest.main(["-W", "ignore::pytest.PytestAssertRewriteWarning", *arguments]))
-        except BaseException:  # noqa: BLE001 - whatever happens, the watcher gets a status and the reason
-            traceback.print_exc()
-        finally:
-            sys.stdout.flush()
-            sys.stderr.flush()
-            os._exit(code)
-    _, status = os.waitpid(child, 0)
-    return os.waitstatus_to_exitcode(status)
+
+def _pytest_in_this_child(arguments: list[str], environment: dict[str, str]) -> None:
+    code = 3
+    try:
+        import pytest
+
+        from kata.concepts.impl import REPOSITORY_ROOT
+
+        os.environ.clear()
+        os.environ.update(environment)  # the watcher's now, not the server's when it started
+        os.environ.pop("KATA_IMPL", None)  # the student's own exercises/, whatever the shell says
+        os.chdir(REPOSITORY_ROOT)
+        # The warm modules were imported before pytest could mark them for assertion rewriting: no test's
+        # assertion is in them, and the warning is all the difference with kata check's output.
+        code = int(pytest.main(["-W", "ignore::pytest.PytestAssertRewriteWarning", *arguments]))
+    except BaseException:  # noqa: BLE001 - whatever happens, the watcher gets a status and the reason
+        traceback.print_exc()
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+
+
+def in_a_warm_child(context: multiprocessing.context.BaseContext) -> Runner:
+    """A runner: pytest on its arguments in a child forked from ``context``'s server (so the student's modules are
+    imported anew); its exit code."""
+
+    def run(arguments: list[str]) -> int:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        child = context.Process(target=_pytest_in_this_child, args=(arguments, dict(os.environ)))
+        child.start()
+        child.join()
+        return child.exitcode if child.exitcode is not None else 3
+
+    return run
+
+
+def choose_runner(diagnosis: bool, one_shot: Runner, say: Callable[[str], None] = print) -> Runner:
+    """Each check's pytest run: in a child of the warm forkserver where there is fork, else ``one_shot`` (a fresh
+    pytest each time), which watch says once."""
+    from kata.concepts.platforms import can_fork
+
+    if can_fork():
+        return in_a_warm_child(warm_server(diagnosis))
+    say("kata watch: this platform cannot fork a warm process; each check starts a fresh pytest")
+    return one_shot
 
 
 def watch_and_check(check: Callable[[Runner], object], folder: Path, *, interval: float, diagnosis: bool,
                     one_shot: Runner, say: Callable[[str], None] = print) -> int:
-    """`kata watch`: ``check(runner)`` now and after every change, each check's pytest run in a warm child (where
-    there is no fork, by ``one_shot``, a fresh pytest each time)."""
-    if hasattr(os, "fork"):
-        warm_up(diagnosis)
-        runner: Runner = in_a_forked_child
-    else:
-        say("kata watch: this platform cannot fork a warm process; each check starts a fresh pytest")
-        runner = one_shot
+    """`kata watch`: ``check(runner)`` now and after every change, each check's pytest run by
+    :func:`choose_runner`."""
+    runner = choose_runner(diagnosis, one_shot, say)
     changes = file_events(folder) or polled_changes(folder, interval)
     return watch(lambda: check(runner), folder, interval=interval, say=say, changes=changes)

@@ -31,6 +31,7 @@ import pytest
 
 from kata.testing import record
 from kata.concepts.manifest import CONCEPTS
+from kata.concepts.platforms import has_sigalrm, interrupt_after
 from kata.concepts.stub import is_stub_error, leaf_exceptions
 
 if TYPE_CHECKING:
@@ -187,13 +188,16 @@ class Recorder:
 
     @contextmanager
     def _deadline(self) -> Iterator[None]:
-        usable = self.test_timeout > 0 and hasattr(signal, "SIGALRM") and (
-            threading.current_thread() is threading.main_thread()
-        )
+        usable = self.test_timeout > 0 and threading.current_thread() is threading.main_thread()
         if not usable:
             yield
             return
         seconds = self.test_timeout
+        if not has_sigalrm():  # Windows: a timer thread interrupts the main thread instead
+            with interrupt_after(seconds, lambda: TestTimeout(
+                    f"timed out: the test ran longer than {seconds:g} s (an endless loop?)")):
+                yield
+            return
 
         def expire(signum: int, frame: Any) -> None:
             raise TestTimeout(f"timed out: the test ran longer than {seconds:g} s (an endless loop?)")

@@ -25,6 +25,43 @@ def test_readme_opens_with_the_two_commands_ci_runs():
     assert f"{setup} && {tests}" in readme, "README's test command must be .ci/run's SETUP && TESTS"
 
 
+WINDOWS_LINES = ("python -m venv .venv", ".venv\\Scripts\\python -m pip install -r requirements.txt",
+                 ".venv\\Scripts\\python -m pytest --impl solutions -n auto")
+TORCH_CPU = ("python3 -m venv .venv && .venv/bin/python -m pip install torch==2.13.0 --index-url "
+             "https://download.pytorch.org/whl/cpu")
+
+
+def test_readme_warns_of_the_cuda_wheel_before_its_first_command_and_gives_windows_its_lines():
+    readme = (ROOT / "README.md").read_text()
+    setup = ci_variable("SETUP")
+    assert "python3.11" not in setup, "the set-up works with whatever python3 is (3.11 or newer), not only python3.11"
+    assert TORCH_CPU in readme and readme.index(TORCH_CPU) < readme.index(setup), (
+        "README gives the CPU-build install before the first command that would install torch")
+    for line in WINDOWS_LINES:
+        assert f"\n{line}\n" in readme, f"README gives Windows its own line: {line}"
+
+
+def test_the_workflow_runs_readmes_commands_on_three_systems_and_four_pythons():
+    workflow = (ROOT / ".github" / "workflows" / "ci.yml").read_text()
+    assert f"run: {ci_variable('SETUP')} && {ci_variable('TESTS')}\n" in workflow, (
+        "the workflow runs README's POSIX set-up and test command, as .ci/run's SETUP && TESTS")
+    assert f"run: {TORCH_CPU}\n" in workflow, "on Linux the workflow installs torch's CPU build first, as README says"
+    for line in WINDOWS_LINES:
+        assert f" {line}\n" in workflow, f"the workflow runs README's Windows line: {line}"
+    assert f"run: {ci_variable('E2E_TESTS')}\n" in workflow, "the workflow runs the end-to-end tests (on Linux)"
+    assert "os: [ubuntu-latest, macos-latest, windows-latest]" in workflow, "Linux, macOS and Windows"
+    assert 'python: ["3.11", "3.12", "3.13", "3.14"]' in workflow, "Python 3.11 to 3.14"
+    assert ".venv/bin/actionlint -no-color .github/workflows/ci.yml" in (ROOT / ".ci" / "run").read_text(), (
+        ".ci/run checks the workflow with actionlint")
+
+
+def test_ci_installs_the_floors_and_runs_the_concept_tests_on_them():
+    run = (ROOT / ".ci" / "run").read_text()
+    assert 'run_pytest "$FLOORS_TESTS"' in run and ci_variable("FLOORS_TESTS").startswith(".venv-floors/bin/python"), (
+        ".ci/run runs the concept tests in the floors' own environment")
+    assert 'replace(">=", "==")' in run, ".ci/run pins every dependency at its declared floor"
+
+
 def test_torch_is_pinned_to_its_cpu_build():
     requirements = (ROOT / "requirements.txt").read_text().splitlines()
     assert "torch==2.13.0" in requirements, "requirements.txt must pin the CPU build's release"

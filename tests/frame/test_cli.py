@@ -380,7 +380,9 @@ def test_a_numpy_testing_failure_is_summarised_by_its_message_and_the_values_com
         f"without a message, the one line is the values compared; got {message!r}")
 
 
-def test_the_deadline_stops_hanging_code_even_under_hypothesis():
+@pytest.mark.parametrize("no_sigalrm", ["", "1"], ids=["sigalrm", "timer-thread"])
+def test_the_deadline_stops_hanging_code_even_under_hypothesis(monkeypatch, no_sigalrm):
+    monkeypatch.setenv("KATA_NO_SIGALRM", no_sigalrm)  # "1": as on Windows, where there is no SIGALRM
     recorder = progress.Recorder.__new__(progress.Recorder)
     recorder.test_timeout = 0.3
 

@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 
 from kata.concepts.impl import REPOSITORY_ROOT
+from kata.lab.outcome import plain
 from kata.lab.plan import SECTION_FIGURES, SECTION_TITLES, plan_for
 from kata.lab.run import main, run_lab
 from kata.concepts.manifest import concept, concept_of_export
@@ -59,10 +60,57 @@ def _solutions_with(tmp_path: Path, **modules: str) -> str:
     return str(folder)
 
 
+def _backward() -> None:
+    """A backward() in this process, as a notebook's earlier cell or an earlier test runs one (on a CUDA build with a
+    GPU visible it starts autograd's device threads, which a forked child's own backward() cannot live with)."""
+    import torch
+
+    weight = torch.ones(3, requires_grad=True)
+    (weight * 2.0).sum().backward()
+    assert weight.grad is not None, "the backward() ran"
+
+
 @pytest.fixture(scope="module")
 def reference(tmp_path_factory: pytest.TempPathFactory) -> tuple[int, Path, list[str], dict]:
-    # Two worker processes: the path `kata lab` takes on a two-core machine.
+    # Two worker processes (the path `kata lab` takes on a two-core machine), started after a backward() here.
+    _backward()
     return _lab(tmp_path_factory.mktemp("reference"), "solutions", jobs=2)
+
+
+def _timeless(value):
+    """``value`` without its wall-clock figures (seconds, elapsed and wall times), which no seed fixes."""
+    if isinstance(value, dict):
+        return {k: _timeless(v) for k, v in value.items()
+                if not any(word in k for word in ("seconds", "elapsed", "wall"))}
+    if isinstance(value, list):
+        return [_timeless(v) for v in value]
+    return value
+
+
+@pytest.mark.e2e
+def test_the_training_runs_give_the_same_numbers_however_their_workers_start(monkeypatch):
+    from kata.lab import sections
+    from kata.lab.workers import Runner
+
+    _backward()
+    results = {}
+    for method in ("fork", "forkserver", "spawn"):
+        monkeypatch.setenv("KATA_START_METHOD", method)
+        runner = Runner(2)
+        try:
+            assert runner.start_method == method, (
+                f"$KATA_START_METHOD={method} starts the workers: {runner.start_method}")
+            jobs = [runner.submit(sections.rloo_job, "solutions", TINY),
+                    runner.submit(sections.ppo_job, "solutions", TINY, 11)]
+            outcomes = [job() for job in jobs]
+        finally:
+            runner.close()
+        assert all(o.error is None and o.skipped is None for o in outcomes), (
+            f"the runs end without error in workers started by {method}: {[o.error for o in outcomes]}")
+        results[method] = [_timeless(plain(o.value)) for o in outcomes]
+    assert results["forkserver"] == results["fork"] and results["spawn"] == results["fork"], (
+        "the seed-fixed RLOO and PPO runs give the same numbers, bit for bit, in forked, forkserver and spawned "
+        "workers")
 
 
 def test_every_section_runs_on_the_reference_and_writes_its_figures(reference):

@@ -88,10 +88,15 @@ def test_the_edition_is_a_repository_a_class_can_be_given(edition):
     assert "importlinter" not in project["tool"] and not {"dev", "parity"} & set(project["project"].get(
         "optional-dependencies", {})), "no instructor's extras, no contracts naming packages the edition lacks"
     readme = (out / "README.md").read_text()
-    setup = "python3.11 -m venv .venv && .venv/bin/python -m pip install -r requirements.txt"
+    setup = "python3 -m venv .venv && .venv/bin/python -m pip install -r requirements.txt"
     for command in (f"{setup} && .venv/bin/kata lab --impl exercises", f"{setup} && .venv/bin/python -m pytest"):
         assert command in readme, f"the student README gives its two commands: {command}"
     assert "download.pytorch.org/whl/cpu" in readme, "the student README says how to get the CPU build of torch"
+    assert readme.index("download.pytorch.org/whl/cpu") < readme.index(setup), (
+        "the student README says how to get torch's CPU build before its first command installs torch")
+    for line in ("python -m venv .venv", ".venv\\Scripts\\python -m pip install -r requirements.txt",
+                 ".venv\\Scripts\\python -m pytest"):
+        assert f"\n{line}\n" in readme, f"the student README gives Windows its own lines: {line}"
     assert zipped.is_file() and zipped.parent == out.parent, "the Gradescope autograder is written beside the edition"
     with pytest.raises(FileExistsError, match="--force"):
         release.release(out)

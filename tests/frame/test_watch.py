@@ -1,7 +1,8 @@
 """`kata watch`: the same verdict as `kata check`, from a warm process, on every save.
 
-The check a watch runs in its forked child must print exactly what `kata check` prints: the same tests, messages,
-Hypothesis profile, state line and diagnosis, on an untouched stub, on wrong code and on right code."""
+The check a watch runs in a child of its warm forkserver (or, without fork, in a fresh pytest) must print exactly what
+`kata check` prints: the same tests, messages, Hypothesis profile, state line and diagnosis, on an untouched stub, on
+wrong code and on right code."""
 
 from __future__ import annotations
 
@@ -29,10 +30,10 @@ THROUGH_THE_WATCH = """
 import shutil, sys
 from kata.concepts.manifest import concept
 from kata.student import commands, watch
-watch.warm_up(diagnosis=commands.diagnosis_available())  # once, as kata watch does
-for source in sys.argv[2:]:  # one save after another, each checked in a child of this warm process
+runner = watch.choose_runner(commands.diagnosis_available(), commands.pytest_in_a_subprocess)  # once, as kata watch
+for source in sys.argv[2:]:  # one save after another, each checked by the same runner
     shutil.copy(source, "exercises/" + sys.argv[1] + ".py")
-    code = commands.run_check(concept(sys.argv[1]), run_pytest=watch.in_a_forked_child)
+    code = commands.run_check(concept(sys.argv[1]), run_pytest=runner)
     print(f"=== exit {code}", flush=True)
 """
 
@@ -47,9 +48,9 @@ def _copy(destination: Path) -> Path:
     return destination
 
 
-def _run(copy: Path, *command: str) -> tuple[int, str]:
+def _run(copy: Path, *command: str, **variables: str) -> tuple[int, str]:
     environment = {k: v for k, v in os.environ.items() if not k.startswith(("KATA_", "PYTEST_", "PYTHONPATH"))}
-    environment.update(KATA_PROGRESS=str(copy / ".kata" / "progress.json"), KATA_HYPOTHESIS_PROFILE="ci")
+    environment.update(KATA_PROGRESS=str(copy / ".kata" / "progress.json"), KATA_HYPOTHESIS_PROFILE="ci", **variables)
     completed = subprocess.run([sys.executable, *command], cwd=copy, capture_output=True, text=True,
                                env=environment, timeout=300)
     output = re.sub(r" in \d+\.\d+s", " in <time>", completed.stdout + completed.stderr)
@@ -57,7 +58,8 @@ def _run(copy: Path, *command: str) -> tuple[int, str]:
 
 
 @pytest.mark.e2e
-def test_the_watch_gives_the_verdict_of_kata_check_on_a_stub_a_wrong_and_a_right_file(tmp_path):
+@pytest.mark.parametrize("platform", [{}, {"KATA_NO_FORK": "1"}], ids=["warm", "without-fork"])
+def test_the_watch_gives_the_verdict_of_kata_check_on_a_stub_a_wrong_and_a_right_file(tmp_path, platform):
     copy = _copy(tmp_path / "repository")
     module = copy / "exercises" / "baselines.py"
     reference = (ROOT / "solutions" / "baselines.py").read_text()
@@ -70,8 +72,13 @@ def test_the_watch_gives_the_verdict_of_kata_check_on_a_stub_a_wrong_and_a_right
         module.write_text(text)
         code, output = _run(copy, "-m", "kata", "check", "baselines")
         checked[name] = f"{output}=== exit {code}\n"
-    code, watched = _run(copy, "-c", THROUGH_THE_WATCH, "baselines", *(str(tmp_path / f"{n}.py") for n in files))
+    code, watched = _run(copy, "-c", THROUGH_THE_WATCH, "baselines", *(str(tmp_path / f"{n}.py") for n in files),
+                         **platform)
     assert code == 0, f"the warm process ran every check: {watched[-2000:]}"
+    if platform:  # the one line that says why each check starts a fresh pytest, then kata check's output
+        line = "kata watch: this platform cannot fork a warm process; each check starts a fresh pytest\n"
+        assert watched.startswith(line), f"without fork, watch says so in one line first: {watched[:300]!r}"
+        watched = watched.removeprefix(line)
     assert watched == "".join(checked.values()), (
         "on a stub, a wrong and a right file, the watch's checks must print what kata check prints:\n--- kata "
         f"check:\n{''.join(checked.values())}\n--- through the watch:\n{watched}")
@@ -85,6 +92,24 @@ def test_the_watch_gives_the_verdict_of_kata_check_on_a_stub_a_wrong_and_a_right
     outcomes = [test["outcome"] for test in recorded["baselines"]["tests"].values() if not test["slow"]]
     assert outcomes and set(outcomes) == {"passed"}, (
         f"every quick test of the concept ran on the right file and was recorded as passed: {outcomes}")
+
+
+def test_without_fork_watch_says_so_once_and_checks_in_a_fresh_pytest(monkeypatch):
+    said: list[str] = []
+
+    def one_shot(arguments: list[str]) -> int:
+        return 0
+
+    monkeypatch.setenv("KATA_NO_FORK", "1")
+    assert watch.choose_runner(False, one_shot, said.append) is one_shot, "without fork, each check is one_shot's"
+    assert said == ["kata watch: this platform cannot fork a warm process; each check starts a fresh pytest"], (
+        f"watch says once why each check starts a fresh pytest: {said}")
+    monkeypatch.delenv("KATA_NO_FORK")
+    if not hasattr(os, "fork"):
+        return  # Windows: the one-shot path is the platform's own
+    said.clear()
+    assert watch.choose_runner(False, one_shot, said.append) is not one_shot and not said, (
+        "where there is fork, checks run in a warm child and nothing is said")
 
 
 def test_file_events_see_a_save_made_while_a_check_runs(tmp_path):

@@ -22,7 +22,7 @@ from kata.grading import release
 
 pytestmark = pytest.mark.frame
 
-SETUP = "python3.11 -m venv .venv && .venv/bin/python -m pip install -q -r requirements.txt"
+SETUP = "python3 -m venv .venv && .venv/bin/python -m pip install -q -r requirements.txt"
 INSTRUCTOR_COMMANDS = ("diagnose", "mistakes", "variants", "selfcheck", "stubs", "grade", "autograder", "release")
 
 
