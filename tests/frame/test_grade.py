@@ -707,3 +707,15 @@ def test_kata_grade_on_copies_of_the_reference_and_the_stubs(tmp_path):
         f"the stub's message says not implemented yet: {untouched['message']!r}")
     assert "| submission | baselines | total |" in completed.stdout, (
         f"the markdown table is printed: {completed.stdout[-2000:]!r}")
+
+
+def test_kata_grade_on_windows_says_in_one_line_that_grading_needs_posix(monkeypatch, capsys):
+    import argparse
+
+    from kata.grading import commands
+
+    monkeypatch.setattr(commands.os, "name", "nt")
+    code = commands.cmd_grade(argparse.Namespace(submissions=["anything"]))
+    error = capsys.readouterr().err
+    assert code == 2, f"kata grade on Windows exits 2 (a usage error), got {code}"
+    assert error.count("\n") == 1 and "needs Linux or macOS" in error, f"one line saying why: {error!r}"
