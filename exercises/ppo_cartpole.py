@@ -143,13 +143,15 @@ def ppo_update(
 ) -> dict[str, float]:
     """PPO's update on one rollout: ``epochs`` passes of shuffled minibatches, one optimizer step each.
 
-    For every minibatch (from :func:`minibatch_indices`): ``actor`` and ``critic`` are each called once (with
-    gradient), on the minibatch's observations only; advantages are normalised within the minibatch if asked; the loss
-    is ``ppo_loss(clipped_policy_loss, clipped_value_loss, entropy)``; the gradient norm over all of the optimizer's
-    parameters is clipped to ``max_grad_norm`` after ``backward()`` and before ``step()``. The batch's
-    ``old_log_probs`` and ``old_values`` are the data the ratio and the value clip refer to: never recomputed, never
-    changed. After an epoch whose mean approximate KL (each minibatch's, measured on the forward pass before its own
-    step) exceeds ``target_kl`` (if given), no more epochs run.
+    Each epoch is a fresh permutation of the batch drawn from ``generator`` and cut into minibatches, as
+    :func:`minibatch_indices` does. For every minibatch: ``actor`` and ``critic`` are each called once (with
+    gradient), on the minibatch's observations only; advantages are standardised within the minibatch if asked; the
+    loss is ``ppo_loss(clipped_policy_loss(..., clip_epsilon), clipped_value_loss(..., value_clip_epsilon), entropy,
+    value_coefficient, entropy_coefficient)``; the gradient norm over all of the optimizer's parameters is clipped to
+    ``max_grad_norm`` after ``backward()`` and before ``step()``. The batch's ``old_log_probs`` and ``old_values``
+    are the data the ratio and the value clip refer to: never recomputed, never changed. After an epoch whose mean
+    approximate KL (each minibatch's, measured on the forward pass before its own step) exceeds ``target_kl`` (if
+    given), no more epochs run: the check comes after a whole epoch, never inside one.
 
     Args:
         actor: observations ``[B, obs]`` -> logits ``[B, actions]``.
@@ -160,13 +162,16 @@ def ppo_update(
         clip_epsilon, value_clip_epsilon: ε of the policy ratio clip and of the value clip (> 0).
         value_coefficient, entropy_coefficient: ``c_v``, ``c_e`` (>= 0).
         max_grad_norm: bound on the total gradient norm of each step (> 0).
-        normalize_advantages: standardise advantages per minibatch (mean 0, std 1).
+        normalize_advantages: standardise advantages per minibatch, ``(A - mean) / (std + 1e-8)`` with the
+            population or the sample std (libraries use either); a minibatch of one sample gets advantage 0, never
+            NaN.
         target_kl: optional early-stop threshold on an epoch's mean approximate KL (> 0).
         generator: the ``torch.Generator`` for the shuffles.
 
     Returns:
         Floats for logging: means over the minibatch steps taken of ``policy_loss``, ``value_loss``, ``entropy``
-        and ``grad_norm`` (before clipping); ``approx_kl``, ``active_clip_fraction`` and
+        and ``grad_norm`` (before clipping), each minibatch's measured before its step; ``approx_kl``,
+        ``active_clip_fraction`` (judged with the batch's own advantages, not standardised ones) and
         ``ratio_outside_fraction`` of the updated policy against ``old_log_probs`` on the whole batch (one
         forward pass without gradient after the last epoch: how far this update moved the policy); and
         ``epochs_completed`` and ``minibatch_steps``.

@@ -213,6 +213,28 @@ def bootstrap_cases(draw, max_steps: int = 8, max_envs: int = 3) -> dict:
 
 minibatch_layouts = st.tuples(st.integers(1, 70), st.integers(1, 80), st.integers(0, 2**31 - 1))  # batch, mb, seed
 
+
+@st.composite
+def update_settings(draw, max_size: int = 24) -> tuple:
+    """``(seed, batch size, ppo_update's keyword arguments but generator)``: every hyperparameter over its valid
+    range (clip ranges from 0.01 to 10, coefficients 0 drawn often, a gradient-norm bound that binds hard or never,
+    target_kl absent or small enough to stop early), batches of 1 to ``max_size`` samples and minibatches of one
+    sample up to more than the batch."""
+    size = draw(st.integers(1, max_size))
+    settings = dict(
+        epochs=draw(st.integers(1, 3)),
+        minibatch_size=draw(st.integers(1, size + 4)),
+        clip_epsilon=draw(st.one_of(clip_epsilons, floats(0.5, 3.0))),
+        value_clip_epsilon=draw(st.one_of(clip_epsilons, floats(0.5, 10.0))),
+        value_coefficient=draw(st.one_of(st.just(0.0), floats(0.0, 2.0))),
+        entropy_coefficient=draw(st.one_of(st.just(0.0), floats(0.0, 0.5))),
+        max_grad_norm=draw(st.one_of(st.sampled_from([1e-3, 1e6]), floats(0.01, 10.0))),
+        normalize_advantages=draw(st.booleans()),
+        target_kl=draw(st.one_of(st.none(), floats(1e-4, 0.05))),
+    )
+    return draw(st.integers(0, 2**16)), size, settings
+
+
 cartpole_states = hnp.arrays(  # inside the termination bounds, velocities as large as a falling pole reaches
     np.float64, 4, elements=floats(-1.0, 1.0)
 ).map(lambda u: u * np.array([2.3, 3.0, 0.2, 3.0]))
