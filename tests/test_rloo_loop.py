@@ -30,11 +30,17 @@ from kata.rl.sequence_task import (
 )
 from kata.testing.training import sequence_smoke_verdict
 from tests.assertions import assert_differentiable, plain, which_reading
-from kata.testing.strategies import prompt_major_rewards, sampling_cases, sequence_batches
+from kata.testing.strategies import (
+    IGNORED_VALUES,
+    iteration_settings,
+    loss_cases,
+    prompt_major_rewards,
+    sampling_cases,
+    sequence_batches,
+    token_id_pairs,
+)
 
 pytestmark = pytest.mark.rloo_loop
-
-
 
 
 # ---- helpers ---------------------------------------------------------------------------------------------------
@@ -290,6 +296,55 @@ def test_sampling_is_reproducible_with_a_seeded_generator(impl):
     np.testing.assert_array_equal(first, third, err_msg="the global RNG must not matter when a generator is given")
 
 
+@given(seed=st.integers(0, 2**16), ids=token_id_pairs(), max_new_tokens=st.integers(1, 6),
+       deterministic=st.booleans())
+def test_the_given_eos_ends_a_response_and_the_given_pad_fills_the_row(impl, seed, ids, max_new_tokens,
+                                                                       deterministic):
+    eos, pad = ids
+    model = TablePolicy(seed, eos_bias=1.0)
+    prompts = random_prompts(seed, 6, 2)
+    rows = impl.sample_responses(model, prompts, max_new_tokens, eos_token_id=eos, pad_token_id=pad,
+                                 deterministic=deterministic, generator=torch.Generator().manual_seed(seed))
+    rows = np.asarray(rows)
+    assert rows.dtype == np.int64, f"the rows are int64 token ids; got {rows.dtype}"
+    for prompt, row in zip(prompts, rows):
+        response = row[len(prompt):].tolist()
+        if deterministic:
+            expected = list(prompt)
+            while len(expected) < len(prompt) + max_new_tokens:
+                done = eos in expected[len(prompt):]
+                expected.append(pad if done else int(model.table[len(expected) - 1, expected[-1]].argmax()))
+            assert row.tolist() == expected, (
+                f"greedy decoding with eos_token_id={eos} and pad_token_id={pad} gave {row.tolist()}, expected "
+                f"{expected}: the response ends at the first eos_token_id and every later position is pad_token_id, "
+                f"whatever the default ids are (EOS {EOS_ID}, PAD {PAD_ID})")
+            continue
+        end = response.index(eos) + 1 if eos in response else len(response)
+        assert all(token == pad for token in response[end:]), (
+            f"response {response} with eos_token_id={eos}, pad_token_id={pad}: every position after the first "
+            f"eos_token_id is pad_token_id (the ids passed, not the defaults EOS {EOS_ID}, PAD {PAD_ID})")
+        assert pad == eos or pad not in response[:end], (
+            f"response {response} with eos_token_id={eos}, pad_token_id={pad}: padding before the first "
+            f"eos_token_id; a response ends only at eos_token_id (token {EOS_ID}, the default EOS, is an ordinary "
+            "token here) or after max_new_tokens")
+
+
+def test_without_a_generator_every_draw_comes_from_torchs_global_one(impl):
+    model = TablePolicy(seed=3)
+    prompts = random_prompts(3, 16, 2)
+    draws = []
+    for global_seed in (5, 5, 6):
+        torch.manual_seed(global_seed)
+        draws.append(np.asarray(impl.sample_responses(model, prompts, 4)))
+    np.testing.assert_array_equal(draws[0], draws[1], err_msg=(
+        "with generator=None, two calls after torch.manual_seed(5) sampled different rows: every draw comes from "
+        "torch's global generator"))
+    assert not np.array_equal(draws[0], draws[2]), (
+        "with generator=None, torch.manual_seed(5) and torch.manual_seed(6) gave the same 16 rows of 4 tokens: the "
+        "draws ignore torch's global generator (a generator of one's own, seeded the same way each call, gives "
+        "this)")
+
+
 def test_sampling_rejects_bad_input(impl):
     model = TablePolicy(seed=0)
     impl.sample_responses(model, random_prompts(0, 2, 2), 3)  # valid input works first
@@ -422,6 +477,12 @@ def test_logits_outside_the_response_change_neither_the_loss_nor_its_gradient(im
         )
     changed_loss, changed_gradient = loss_and_gradient(impl, changed_logits, batch, changed_old, advantages,
                                                        reduction)
+    if not np.isfinite(float(changed_loss)):
+        raise AssertionError(
+            f"the loss became {plain(changed_loss)} (from {plain(loss)}) when old_log_probs outside the response "
+            "became -1e4 and logits there changed: values outside the response must never reach the loss; select "
+            "the response positions (torch.where) before exp, since multiplying by the mask afterwards gives "
+            "0 * inf = NaN" + f" (rows {batch['input_ids'].tolist()}, prompt lengths {plain(batch['prompt_lengths'])})")
     if not np.isclose(float(changed_loss), float(loss), rtol=1e-12, atol=1e-12):
         raise AssertionError(
             f"the loss changed from {plain(loss)} to {plain(changed_loss)} when only the logits of positions that "
@@ -523,6 +584,91 @@ def test_the_loss_rejects_bad_input(impl):
         impl.sequence_policy_loss(logits, ids, lengths, old, torch.ones(2), 0.2)
     with pytest.raises(ValueError, match="reduction"):
         impl.sequence_policy_loss(logits, ids, lengths, old, torch.ones(1), 0.2, "mean")
+
+
+def response_columns(ids: np.ndarray, prompt_lengths: np.ndarray, eos: int, pad: int) -> np.ndarray:
+    """The response's label columns, EOS included, from the row layout alone: tokens from the prompt's end to the
+    first ``eos`` at or after it, or to the last token that is not ``pad`` when there is no such ``eos``."""
+    rows, width = ids.shape
+    mask = np.zeros((rows, width - 1))
+    for i, prompt in enumerate(prompt_lengths):
+        tail = ids[i, prompt:].tolist()
+        if eos in tail:
+            end = prompt + tail.index(eos) + 1
+        else:
+            kept = [j for j, token in enumerate(tail) if token != pad]
+            end = prompt + (kept[-1] + 1 if kept else 0)
+        mask[i, prompt - 1:end - 1] = 1.0
+    return mask
+
+
+def reduced_objective(new: torch.Tensor, old: torch.Tensor, advantages: torch.Tensor, mask: torch.Tensor,
+                      reduction: str, clip_epsilon: float) -> torch.Tensor:
+    """The masked clipped surrogate reduced as ``reduction`` says, by its formula, differentiable in ``new``."""
+    response = mask.bool()
+    log_ratio = torch.where(response, new - old, torch.zeros_like(new))
+    ratio = torch.exp(log_ratio)
+    advantage = advantages[:, None].to(new.dtype)
+    surrogate = torch.minimum(ratio * advantage, ratio.clamp(1 - clip_epsilon, 1 + clip_epsilon) * advantage)
+    row_sums = torch.where(response, surrogate, torch.zeros_like(surrogate)).sum(dim=1)
+    lengths = mask.sum(dim=1).to(new.dtype)
+    if reduction == "token_mean":
+        return row_sums.sum() / lengths.sum().clamp(min=1.0)
+    if reduction == "sequence_mean":
+        return (row_sums / lengths.clamp(min=1.0)).mean()
+    return row_sums.mean()
+
+
+@given(case=loss_cases())
+def test_the_loss_is_minus_the_clipped_objective_for_every_argument_it_is_given(impl, case):
+    batch, dtype = case["batch"], case["dtype"]
+    eos, pad = batch["eos_token_id"], batch["pad_token_id"]
+    ids = batch["input_ids"]
+    rows, width = ids.shape
+    random = np.random.default_rng(case["seed"])
+    logits = torch.tensor(random.uniform(-3.0, 3.0, (rows, width, VOCAB_SIZE)), dtype=torch.float64)
+    current = label_log_probs(logits, torch.as_tensor(ids)).numpy()
+    mask = response_columns(ids, batch["prompt_lengths"], eos, pad)
+    ignored = random.choice(np.array(IGNORED_VALUES), size=mask.shape)
+    old = np.where(mask == 1, current + random.uniform(-1.0, 1.0, mask.shape), ignored)
+    advantages = random.uniform(-2.0, 2.0, rows)
+    arguments = dict(input_ids=ids, prompt_lengths=batch["prompt_lengths"], old_log_probs=old, advantages=advantages)
+    given_arguments = {name: torch.from_numpy(value.copy()) if case["tensors"][name] else value.copy()
+                       for name, value in arguments.items()}
+    scores = logits.to(torch.float32 if dtype == np.float32 else torch.float64).requires_grad_(True)
+    data = {name: given_arguments[name] for name in ("old_log_probs", "advantages")}
+    for value in data.values():
+        if isinstance(value, torch.Tensor):
+            value.requires_grad_(True)
+    loss = impl.sequence_policy_loss(scores, given_arguments["input_ids"], given_arguments["prompt_lengths"],
+                                     data["old_log_probs"], data["advantages"], case["clip_epsilon"],
+                                     case["reduction"], pad_token_id=pad, eos_token_id=eos)
+    where = (f" (rows {ids.tolist()}, prompt lengths {plain(batch['prompt_lengths'])}, eos_token_id={eos}, "
+             f"pad_token_id={pad}, {case['reduction']}, clip_epsilon={plain(case['clip_epsilon'])}, logits "
+             f"{np.dtype(dtype)}, tensors: {[name for name, tensor in case['tensors'].items() if tensor] or 'none'}; "
+             f"the response's label columns: {[np.flatnonzero(row).tolist() for row in mask]})")
+    assert isinstance(loss, torch.Tensor) and loss.ndim == 0, (
+        f"the loss is a 0-d tensor; got {type(loss).__name__} of shape {tuple(np.shape(loss))}{where}")
+    assert_differentiable(loss, "the loss of tensor logits", "logits")
+    expected = -reduced_objective(torch.as_tensor(current), torch.as_tensor(np.where(mask == 1, old, 0.0)),
+                                  torch.as_tensor(advantages), torch.as_tensor(mask), case["reduction"],
+                                  case["clip_epsilon"])
+    tolerance = 1e-5 if dtype == np.float32 else 1e-10
+    if not np.isclose(float(loss.detach()), float(expected), rtol=tolerance, atol=tolerance):
+        raise AssertionError(
+            f"the loss is {plain(loss)}, expected {plain(expected)}: minus the {case['reduction']} of min(r A, "
+            f"clip(r, 1 - eps, 1 + eps) A) over the response tokens that eos_token_id and pad_token_id delimit, the "
+            "ending eos included, with the clip_epsilon and reduction given; old_log_probs outside the response "
+            f"(here inf, NaN or huge) never count{where}")
+    loss.backward()
+    assert torch.isfinite(scores.grad).all(), (
+        f"the gradient with respect to the logits holds NaN or inf although old_log_probs outside the response "
+        f"were the only non-finite values: they must never reach the loss or its gradient{where}")
+    for name, value in data.items():
+        if isinstance(value, torch.Tensor):
+            assert value.grad is None or not value.grad.any(), (
+                f"{name} received a gradient: it is data (the sampling policy's log-probs, the advantages), and "
+                f"only the logits are trained{where}")
 
 
 # ---- one iteration -----------------------------------------------------------------------------------------------
@@ -641,6 +787,67 @@ def test_the_iteration_reports_advantages_mask_and_frozen_log_probs(impl):
         err_msg="old_log_probs must be the log-probs of the policy that sampled the batch, before any step",
     )
     assert not result.old_log_probs.requires_grad, "old log-probs are data: computed under torch.no_grad()"
+
+
+def replica_iteration(model, ids, mask, advantages, epochs, clip_epsilon, reduction, lr):
+    """RLOO advantages given, old log-probs frozen once, ``epochs`` plain SGD steps on minus the clipped objective
+    reduced as asked: the losses before each step."""
+    ids = torch.as_tensor(ids)
+    mask, advantages = torch.as_tensor(mask, dtype=torch.float32), torch.as_tensor(advantages, dtype=torch.float32)
+    with torch.no_grad():
+        old = label_log_probs(model(ids), ids)
+    losses = []
+    for _ in range(epochs):
+        loss = -reduced_objective(label_log_probs(model(ids), ids), old, advantages, mask, reduction, clip_epsilon)
+        model.zero_grad()
+        loss.backward()
+        with torch.no_grad():
+            for parameter in model.parameters():
+                parameter -= lr * parameter.grad
+        losses.append(float(loss.detach()))
+    return old, losses
+
+
+@given(case=iteration_settings())
+def test_the_iteration_forwards_every_argument(impl, case):
+    batch = case["batch"]
+    eos, pad = batch["eos_token_id"], batch["pad_token_id"]
+    ids, lengths = batch["input_ids"], batch["prompt_lengths"]
+    rewards = torch.from_numpy(case["rewards"].copy()) if case["rewards_as_tensor"] else case["rewards"].copy()
+    model = make_policy(seed=case["seed"], hidden_size=8)
+    reference = copy.deepcopy(model)
+    result = impl.rloo_iteration(model, PlainSGD(model.parameters(), 0.5), torch.as_tensor(ids),
+                                 torch.as_tensor(lengths), rewards, case["group_size"], case["ppo_epochs"],
+                                 case["clip_epsilon"], case["reduction"], pad_token_id=pad, eos_token_id=eos)
+    where = (f" (rows {ids.tolist()}, prompt lengths {plain(lengths)}, eos_token_id={eos}, pad_token_id={pad}, "
+             f"G = {case['group_size']}, {case['ppo_epochs']} epochs, {case['reduction']}, clip_epsilon="
+             f"{plain(case['clip_epsilon'])}, rewards {case['rewards'].dtype} "
+             f"{'tensor' if case['rewards_as_tensor'] else 'NumPy'})")
+    advantages = np.asarray(result.advantages)
+    assert isinstance(result.advantages, np.ndarray) and advantages.dtype == np.float64, (
+        f"advantages are reported as float64 NumPy whatever the rewards' kind and dtype; got "
+        f"{type(result.advantages).__name__} {advantages.dtype}{where}")
+    expected_advantages = leave_one_out(case["rewards"].astype(np.float64), case["group_size"])
+    np.testing.assert_allclose(advantages, expected_advantages, rtol=1e-6, atol=1e-6, err_msg=(
+        f"advantages must be RLOO within each prompt's group of group_size consecutive rows{where}"))
+    mask = response_columns(ids, lengths, eos, pad)
+    np.testing.assert_array_equal(np.asarray(result.response_mask), mask, err_msg=(
+        f"the response mask covers the response's label columns, from the prompt's end to the first eos_token_id "
+        f"(included), with the ids given{where}"))
+    old, losses = replica_iteration(reference, ids, mask, expected_advantages, case["ppo_epochs"],
+                                    case["clip_epsilon"], case["reduction"], lr=0.5)
+    np.testing.assert_allclose(
+        result.epoch_losses, losses, rtol=1e-4, atol=1e-6, err_msg=(
+            "the epochs' losses differ from PPO's with old log-probs frozen once before the first epoch, the "
+            f"clipped loss at the clip_epsilon given, the reduction given and one optimizer step per epoch{where}")
+        + which_reading(result.epoch_losses, losses, {
+            "the first epoch's loss at every epoch, as when the ratio is 1 at every epoch (old log-probs "
+            "recomputed with the current policy) or no step is taken": np.full(len(losses), losses[0])},
+            rtol=1e-4, atol=1e-6))
+    for (name, parameter), expected in zip(model.named_parameters(), reference.parameters()):
+        np.testing.assert_allclose(parameter.detach(), expected.detach(), rtol=1e-4, atol=1e-6, err_msg=(
+            f"{name} after the iteration differs from {case['ppo_epochs']} steps on minus the clipped objective "
+            f"with the clip_epsilon, reduction and token ids given{where}"))
 
 
 def test_the_iteration_rejects_bad_input(impl):
