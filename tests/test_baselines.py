@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import os
 
 import numpy as np
 import pytest
@@ -244,7 +245,9 @@ def simulate(impl, group_size: int) -> dict[str, float]:
     """One simulation per implementation and group size, shared by the tests below (run inside a test, so a stub
     fails the test rather than erroring its set-up)."""
     key = (impl.package_name, group_size)
-    if key not in _SIMULATIONS:
+    # $KATA_MUTATION (set by python -m kata.catalogue.mutation): every test runs the simulation of the code under test,
+    # so that a mutation tool sees each test call it and never reads a result cached before the code was changed.
+    if key not in _SIMULATIONS or os.environ.get("KATA_MUTATION"):
         _SIMULATIONS[key] = impl.simulate_group_baseline_bias(group_size=group_size, groups=GROUPS, seed=2026)
     return _SIMULATIONS[key]
 

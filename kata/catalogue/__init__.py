@@ -7,6 +7,7 @@ stubs' selfcheck. It may import the layers below it (lab and student aside), nev
     runs.py         a concept's tests against catalogue entries, each in a forked process
     mistakes.py     every catalogued mistake must be caught, on every run
     variants.py     every catalogued valid variant must pass, slow tests included
+    mutation.py     mutmut over each concept's reference: what its tests let survive, recorded in mutation/
     diagnose.py     which catalogued mistake a function behaves like, by behaviour on fixed probes
     probes.py       the probes: cases drawn once from the strategies, and boundary cases
     observations.py what the diagnosis observes of one call, and when two observations agree
