@@ -75,7 +75,8 @@ def gae_masks(terminated: ArrayLike, truncated: ArrayLike) -> tuple[ArrayLike, A
     buffer, so the recursion must stop there too, though it may still bootstrap.
 
     Returns:
-        ``(terminated, trace_cuts)``: bool arrays of the input's shape and kind (NumPy in, NumPy out), where
+        ``(terminated, trace_cuts)``: bool arrays of the input's shape (tensors if either flag is a tensor, else
+        NumPy), where
         ``terminated`` is the bootstrap mask (only a real terminal forbids bootstrapping) and ``trace_cuts`` is
         ``terminated or truncated or t == T - 1``.
 
@@ -114,7 +115,8 @@ def bootstrap_values(values: ArrayLike, final_values: ArrayLike, last_values: Ar
         terminated, truncated: bool or 0/1 flags of ``values``' shape.
 
     Returns:
-        ``next_values`` of ``values``' shape and kind: ``final_values[t]`` where an episode ended at t (terminated
+        ``next_values`` of ``values``' shape, a tensor if any of ``values``, ``final_values`` and ``last_values`` is
+        one (else NumPy), in their promoted floating dtype: ``final_values[t]`` where an episode ended at t (terminated
         or truncated; GAE ignores it where terminated), ``values[t + 1]`` inside an episode, ``last_values`` at the
         buffer's last step.
 
@@ -151,7 +153,7 @@ def minibatch_indices(batch_size: int, minibatch_size: int, generator: torch.Gen
         generator: a ``torch.Generator``; the same generator state gives the same minibatches.
 
     Returns:
-        A list of int64 tensors whose concatenation holds every index exactly once.
+        A list of int64 tensors whose concatenation holds every index exactly once, in a uniformly random order.
 
     Example:
         >>> [len(m) for m in minibatch_indices(10, 4, torch.Generator().manual_seed(0))]

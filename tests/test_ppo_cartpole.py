@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 import torch
 from hypothesis import given
+from hypothesis import strategies as st
 
 from kata.rl.speedups import Adam
 from kata.lab.plan import plan_for
@@ -23,13 +24,35 @@ from kata.rl.networks import Actor, Critic, action_log_probs
 from kata.rl.networks import SGD
 from kata.rl.ppo import RolloutBatch, profile_config
 from kata.testing.training import ppo_smoke_verdict
-from kata.testing.strategies import bootstrap_cases, minibatch_layouts, rollout_flags, update_settings
+from kata.testing.strategies import (
+    bootstrap_cases,
+    containers,
+    float_dtypes,
+    minibatch_layouts,
+    rollout_flags,
+    update_settings,
+)
 from tests.assertions import plain, which_reading
 
 pytestmark = pytest.mark.ppo_cartpole
 
 
 # ---- the two masks ---------------------------------------------------------------------------------------------
+
+
+@given(flags=rollout_flags(), data=st.data(), as_integers=st.booleans())
+def test_masks_are_bool_and_tensors_if_either_flag_is(impl, flags, data, as_integers):
+    given_flags = {name: flag.astype(np.int64) if as_integers else flag for name, flag in flags.items()}
+    arguments = data.draw(containers(given_flags), label="flags")
+    masks = impl.gae_masks(arguments["terminated"], arguments["truncated"])
+    tensors = [name for name, flag in arguments.items() if isinstance(flag, torch.Tensor)]
+    for name, mask in zip(("terminated", "trace_cuts"), masks):
+        assert isinstance(mask, torch.Tensor if tensors else np.ndarray), (
+            f"the {name} mask is a {type(mask).__name__} for tensor flags {tensors or 'none'}: tensors if either "
+            "flag is a tensor, else NumPy")
+        dtype = mask.dtype if isinstance(mask, torch.Tensor) else np.asarray(mask).dtype
+        assert dtype in (torch.bool, np.bool_), (
+            f"the {name} mask is {dtype} for {'0/1 integer' if as_integers else 'bool'} flags: the masks are bool")
 
 
 @given(flags=rollout_flags())
@@ -116,6 +139,26 @@ def test_bootstrap_values(impl, case):
                 + f"; {rule}")
 
 
+@given(case=bootstrap_cases(), dtypes=st.tuples(float_dtypes, float_dtypes, float_dtypes), data=st.data())
+def test_bootstrap_values_keep_the_promoted_dtype_and_the_container(impl, case, dtypes, data):
+    floats = {name: case[name].astype(dtype) for name, dtype in zip(("values", "final_values", "last_values"), dtypes)}
+    arguments = data.draw(containers({**case, **floats}), label="arguments")
+    next_values = impl.bootstrap_values(**arguments)
+    tensors = [name for name in floats if isinstance(arguments[name], torch.Tensor)]
+    kind = torch.Tensor if tensors else np.ndarray
+    assert isinstance(next_values, kind), (
+        f"next_values is a {type(next_values).__name__} for tensor arguments {tensors or 'none'}: a tensor if any of "
+        "values, final_values and last_values is a tensor, else NumPy")
+    promoted = np.result_type(*dtypes)
+    found = np.asarray(next_values).dtype
+    assert found == promoted, (
+        f"next_values is {found} for values, final_values, last_values in {[np.dtype(d).name for d in dtypes]}: "
+        f"the promoted floating dtype, {np.dtype(promoted).name}")
+    expected = expected_next_values(**{**case, **{k: v.astype(np.float64) for k, v in floats.items()}})
+    np.testing.assert_array_equal(np.asarray(next_values).astype(np.float64), expected.astype(promoted).astype(
+        np.float64), err_msg="next_values in the promoted dtype: each is one of the inputs' values, unchanged")
+
+
 def test_a_truncated_step_bootstraps_from_its_final_observation(impl):
     values = np.array([1.0, 2.0, 3.0])
     next_values = impl.bootstrap_values(values, np.array([0.0, 9.0, 0.0]), np.array(4.0),
@@ -147,8 +190,21 @@ def test_each_sample_once_per_epoch(impl, layout):
     assert all(size == minibatch_size for size in sizes[:-1]) and 1 <= sizes[-1] <= minibatch_size, (
         f"minibatch sizes {sizes} for minibatch_size {minibatch_size}: every minibatch full but the last, which "
         "holds the remainder")
+    assert all(isinstance(m, torch.Tensor) and m.dtype == torch.int64 for m in minibatches), (
+        "each minibatch is an int64 tensor of indices; got "
+        f"{[getattr(m, 'dtype', type(m).__name__) for m in minibatches]}")
     again = impl.minibatch_indices(batch_size, minibatch_size, torch.Generator().manual_seed(seed))
     assert all(torch.equal(a, b) for a, b in zip(minibatches, again)), "the generator must fix the shuffle"
+
+
+def test_every_order_is_drawn(impl):
+    # A uniform permutation of 4 samples takes each of its 24 orders with probability 1/24: in 1,200 epochs one order
+    # is missing with probability at most 24 (23/24)^1200 < 1e-21, whatever the random stream.
+    generator = torch.Generator().manual_seed(0)
+    orders = {tuple(torch.cat(impl.minibatch_indices(4, 3, generator)).tolist()) for _ in range(1200)}
+    assert len(orders) == 24, (
+        f"1,200 epochs of 4 samples took {len(orders)} of the 24 orders: each epoch is a uniformly random "
+        "permutation, so every order turns up (a rotation or a few fixed shuffles do not)")
 
 
 def test_epochs_are_shuffled_differently(impl):

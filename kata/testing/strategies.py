@@ -204,10 +204,15 @@ def rollout_flags(draw, max_steps: int = 8, max_envs: int = 3) -> dict:
 @st.composite
 def bootstrap_cases(draw, max_steps: int = 8, max_envs: int = 3) -> dict:
     """Keyword arguments for bootstrap_values: values and final values in [-100, 100] of the flags' shape,
-    last values of the shape without its time axis."""
+    last values of the shape without its time axis. Where no episode ended, ``final_values`` is "any value": it
+    holds one of IGNORED_VALUES (inf and NaN included) half of the time."""
     flags = draw(rollout_flags(max_steps, max_envs))
     shape = flags["terminated"].shape
-    return dict(values=draw(float_arrays(shape)), final_values=draw(float_arrays(shape)),
+    final_values = draw(float_arrays(shape))
+    if draw(st.booleans()):
+        ignored = draw(hnp.arrays(np.float64, shape, elements=st.sampled_from(IGNORED_VALUES)))
+        final_values = np.where(flags["terminated"] | flags["truncated"], final_values, ignored)
+    return dict(values=draw(float_arrays(shape)), final_values=final_values,
                 last_values=draw(float_arrays(shape[1:])), **flags)
 
 
