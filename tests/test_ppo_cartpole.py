@@ -91,6 +91,10 @@ def test_masks_keep_tensors_and_do_not_touch_inputs(impl):
         impl.gae_masks(terminated, truncated[:2])
     with pytest.raises(ValueError, match="terminated"):
         impl.gae_masks(np.array([0, 2, 0]), np.zeros(3))
+    with pytest.raises(ValueError, match="terminated"):
+        impl.gae_masks(np.zeros((2, 2, 2), dtype=bool), np.zeros((2, 2, 2), dtype=bool))
+    with pytest.raises(ValueError, match="terminated"):
+        impl.gae_masks(np.zeros(0, dtype=bool), np.zeros(0, dtype=bool))
 
 
 # ---- bootstrap values ------------------------------------------------------------------------------------------
@@ -168,6 +172,10 @@ def test_a_truncated_step_bootstraps_from_its_final_observation(impl):
                                   "not from V(reset observation) = values[2] = 3")
     with pytest.raises(ValueError, match="last_values"):
         impl.bootstrap_values(values, values, np.zeros(2), np.zeros(3, dtype=bool), np.zeros(3, dtype=bool))
+    with pytest.raises(ValueError, match="truncated"):
+        impl.bootstrap_values(values, values, np.array(4.0), np.zeros(3, dtype=bool), np.array([0, 2, 0]))
+    with pytest.raises(ValueError, match="final_values"):
+        impl.bootstrap_values(values, values[:2], np.array(4.0), np.zeros(3, dtype=bool), np.zeros(3, dtype=bool))
 
 
 # ---- minibatches -----------------------------------------------------------------------------------------------
@@ -765,3 +773,12 @@ def test_the_smoke_profile_solves_cartpole(impl, seed):
         "the smoke profile did not solve CartPole and hold it (final greedy evaluation >= 475 and every "
         f"evaluation in the last fifth >= 475) in any of three runs (the seed and two retries): "
         f"{verdict.explanation()}")
+
+
+# ---- clauses no test holds, and why ----
+# ppo_update "from minibatch_indices": any uniform per-epoch permutation of the batch is as valid; what is held is
+#   its effect (every sample once per epoch, a fresh order each epoch, the generator alone fixing it).
+# ppo_update "Raises ... a malformed batch or an out-of-range hyperparameter": the checks are the shared contract
+#   (kata/concepts/contracts/ppo_cartpole.py) that the stub keeps; two of them are held as examples.
+# train_ppo, profile_config, aggregate_training_runs: the frame's (kata/rl/ppo.py); train_ppo is held by the seed
+#   and smoke tests, through the concept's functions it hands to the frame.

@@ -32,6 +32,7 @@ from kata.testing.training import sequence_smoke_verdict
 from tests.assertions import assert_differentiable, plain, which_reading
 from kata.testing.strategies import (
     IGNORED_VALUES,
+    float_dtypes,
     iteration_settings,
     loss_cases,
     prompt_major_rewards,
@@ -416,6 +417,23 @@ def test_one_prompts_rewards_never_change_another_prompts_advantages(impl, case,
     np.testing.assert_allclose(after, before, rtol=1e-10, atol=1e-10,
                                err_msg="changing prompt 0's rewards changed another prompt's advantages: "
                                "groups mix prompts")
+
+
+@given(case=prompt_major_rewards(), dtype=float_dtypes, as_tensor=st.booleans())
+def test_grouped_advantages_keep_the_rewards_kind_and_floating_dtype(impl, case, dtype, as_tensor):
+    rewards, group_size = case
+    given_rewards = torch.from_numpy(rewards.astype(dtype)) if as_tensor else rewards.astype(dtype)
+    advantages = impl.group_rloo_advantages(given_rewards, group_size)
+    assert isinstance(advantages, torch.Tensor if as_tensor else np.ndarray), (
+        f"{'tensor' if as_tensor else 'NumPy'} rewards gave {type(advantages).__name__} advantages: the same kind")
+    found = advantages.detach().numpy().dtype if as_tensor else np.asarray(advantages).dtype
+    assert found == np.dtype(dtype), (
+        f"{np.dtype(dtype).name} rewards gave {found} advantages: the rewards' floating dtype")
+    tolerance = 1e-5 if dtype == np.float32 else 1e-10
+    np.testing.assert_allclose(np.asarray(advantages, dtype=np.float64),
+                               leave_one_out(rewards.astype(dtype).astype(np.float64), group_size),
+                               rtol=tolerance, atol=tolerance * 10,
+                               err_msg="A_i = r_i - mean of the OTHER G - 1 rewards of its prompt")
 
 
 def test_grouped_advantages_keep_the_array_kind_and_reject_bad_input(impl):
@@ -953,3 +971,11 @@ def test_the_smoke_profile_reaches_exact_response_success(impl):
         "the smoke profile never reached sampled exact-response success 1.0 and held it, with greedy decoding "
         f"then answering every prompt exactly, in any of three runs (the seed and two retries): "
         f"{verdict.explanation()}")
+
+
+# ---- clauses no test holds, and why ----
+# sample_responses "No gradient is kept": the result is integer token ids, which carry no gradient whatever the
+#   code does; running the model under no_grad only saves memory.
+# rloo_iteration "optimizer: ... any torch.optim optimizer": the optimizer is the caller's; the tests step a plain
+#   SGD they can redo by hand, and the loop a torch one.
+# sequence_profile_config, decode_sequence: the frame's (kata/rl/rloo.py, kata/rl/sequence_task.py), re-exported.
