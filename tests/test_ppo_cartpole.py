@@ -486,6 +486,8 @@ def test_target_kl_stops_early(impl):
     with pytest.raises(ValueError, match="max_grad_norm"):
         impl.ppo_update(actor, critic, optimizer, batch, generator=torch.Generator(), **{**UPDATE,
                         "max_grad_norm": 0.0})
+    with pytest.raises(ValueError, match="target_kl"):
+        impl.ppo_update(actor, critic, optimizer, batch, generator=torch.Generator(), **UPDATE, target_kl=0.0)
     with pytest.raises(ValueError, match="batch"):
         impl.ppo_update(actor, critic, optimizer, batch._replace(returns=batch.returns[:3]),
                         generator=torch.Generator(), **UPDATE)
@@ -532,12 +534,15 @@ def replica_update(actor, critic, batch, minibatches, settings, lr, ddof=0, norm
     normalise = normalise if settings.get("normalize_advantages", True) else "none"
     whole = normalised(batch.advantages, ddof) if normalise == "batch" else batch.advantages
     all_kls = []
+    stopped_early, previous_mean = None, None
     totals = dict(policy_loss=0.0, value_loss=0.0, entropy=0.0, grad_norm=0.0)
     steps = epochs_completed = 0
     for epoch in range(settings["epochs"]):
         kls = []
         if not minibatches[epoch * per_epoch:]:
-            break  # the update under test ran fewer epochs: what it would have drawn is unknown, and counts differ
+            # The update under test stopped before this epoch: what it would have drawn is unknown.
+            stopped_early = (epoch, previous_mean)
+            break
         for indices in minibatches[epoch * per_epoch:(epoch + 1) * per_epoch]:
             index = torch.tensor(indices)
             logits, values = actor(batch.observations[index]), critic(batch.observations[index])
@@ -580,7 +585,8 @@ def replica_update(actor, critic, batch, minibatches, settings, lr, ddof=0, norm
         epochs_completed += 1
         all_kls += kls
         target = settings.get("target_kl")
-        if target is not None and sum(kls) / len(kls) > target:
+        previous_mean = sum(kls) / len(kls)
+        if target is not None and previous_mean > target:
             break
     diagnostics = {key: value / steps for key, value in totals.items()}
     with torch.no_grad():
@@ -594,10 +600,11 @@ def replica_update(actor, critic, batch, minibatches, settings, lr, ddof=0, norm
     diagnostics["epochs_completed"] = float(epochs_completed)
     diagnostics["minibatch_steps"] = float(steps)
     diagnostics["_kls"] = all_kls
+    diagnostics["_stopped_early"] = stopped_early
     return diagnostics
 
 
-def off_policy_batch(seed, size):
+def off_policy_batch(seed, size, scale=1.0):
     """Networks and a batch whose old log-probs and old values are not the networks' own (the data of an older
     policy), so that ratios start away from 1 and the policy and value clips bind for some samples."""
     actor, critic = networks(seed, hidden=(8,))
@@ -605,7 +612,7 @@ def off_policy_batch(seed, size):
     batch = make_batch(actor, critic, size, seed=seed)
     batch = batch._replace(old_log_probs=batch.old_log_probs + 0.3 * torch.randn(size, generator=rng),
                            old_values=batch.old_values + torch.randn(size, generator=rng),
-                           advantages=batch.advantages * 3.0 + 1.0)
+                           advantages=(batch.advantages * 3.0 + 1.0) * scale)
     return actor, critic, batch
 
 
@@ -670,10 +677,10 @@ UPDATE_READINGS = {
 }
 
 
-def compare_with_replica(impl, seed, size, settings, lr=0.05):
+def compare_with_replica(impl, seed, size, settings, lr=0.05, scale=1.0):
     """Run ppo_update behind recorders, check the minibatch structure, then compare diagnostics and networks with
     the replica on the same minibatches (population or sample std: both standardise)."""
-    actor, critic, batch = off_policy_batch(seed, size)
+    actor, critic, batch = off_policy_batch(seed, size, scale)
     saved = RolloutBatch(*(t.clone() for t in batch))
     found, new_actor, new_critic, calls, critic_calls = run_recorded(impl, actor, critic, batch, settings, lr, seed)
     for name, before, after in zip(RolloutBatch._fields, saved, batch):
@@ -717,8 +724,17 @@ def compare_with_replica(impl, seed, size, settings, lr=0.05):
         return wrong, expected
 
     wrong, expected = differences(dict(ddof=0))
-    if not wrong or not differences(dict(ddof=1))[0]:
+    if expected["_stopped_early"] is None and not wrong:
         return found, expected
+    sample_wrong, sample_expected = differences(dict(ddof=1))
+    if sample_expected["_stopped_early"] is None and not sample_wrong:
+        return found, sample_expected
+    if expected["_stopped_early"] is not None:
+        epochs, mean = expected["_stopped_early"]
+        raise AssertionError(
+            f"the update stopped after epoch {epochs} of {settings['epochs']}, although that epoch's mean "
+            f"approximate KL, {mean:.6g}, does not exceed target_kl = {settings.get('target_kl')}: only an epoch "
+            "whose mean approximate KL (each minibatch's, before its own step) exceeds target_kl ends the update")
     key = next((k for k in ("epochs_completed", "minibatch_steps", "parameters") if k in wrong), wrong[0])
     shown = "" if key == "parameters" else f"{key} is {found.get(key)!r}, expected {plain(expected[key])}: "
     readings = [why for why, options in UPDATE_READINGS.items()
@@ -727,6 +743,12 @@ def compare_with_replica(impl, seed, size, settings, lr=0.05):
     lead = (f"the update found is PPO's with {readings[0]}. " if len(readings) == 1 else
             f"the update found is PPO's with any one of these: {'; '.join(readings)}. " if readings else "")
     raise AssertionError(f"{lead}{shown}{UPDATE_CLAUSES[key]} (settings {settings}, {size} samples)")
+
+
+def test_a_tiny_advantage_spread_is_standardised_with_its_sign(impl):
+    # Advantages of order 1e-9: their std is below the 1e-8 that keeps the division finite, and (A - mean) / (std +
+    # 1e-8) still points the policy the advantages' way.
+    compare_with_replica(impl, 11, 12, dict(UPDATE, epochs=1, minibatch_size=6, value_coefficient=0.0), scale=1e-9)
 
 
 def test_the_generator_alone_fixes_the_update(impl):
