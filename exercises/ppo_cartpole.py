@@ -152,8 +152,8 @@ def ppo_update(
     value_coefficient, entropy_coefficient)``; the gradient norm over all of the optimizer's parameters is clipped to
     ``max_grad_norm`` after ``backward()`` and before ``step()``. The batch's ``old_log_probs`` and ``old_values``
     are the data the ratio and the value clip refer to: never recomputed, never changed. After an epoch whose mean
-    approximate KL (each minibatch's, measured on the forward pass before its own step) exceeds ``target_kl`` (if
-    given), no more epochs run: the check comes after a whole epoch, never inside one.
+    approximate KL (:func:`approximate_kl` of each minibatch, measured on the forward pass before its own step)
+    exceeds ``target_kl`` (if given), no more epochs run: the check comes after a whole epoch, never inside one.
 
     Args:
         actor: observations ``[B, obs]`` -> logits ``[B, actions]``.
