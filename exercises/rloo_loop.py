@@ -127,9 +127,9 @@ def sequence_policy_loss(
     included.
 
     Returns:
-        A 0-d tensor: ``-masked_token_ppo_objective`` over the response tokens, EOS included. Logits at
-        positions that predict a prompt token, a padding token or nothing (the last position) never change the
-        loss or its gradient; neither do ``old_log_probs`` outside the response.
+        A 0-d tensor in the logits' dtype: ``-masked_token_ppo_objective`` over the response tokens, EOS included.
+        Logits at positions that predict a prompt token, a padding token or nothing (the last position) never
+        change the loss or its gradient; neither do ``old_log_probs`` outside the response.
     """
     check_loss_arguments(logits, input_ids, old_log_probs, advantages, clip_epsilon, reduction)
     # Three concept functions of this package do the work: response_token_mask, token_log_probs and

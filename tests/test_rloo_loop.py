@@ -330,6 +330,19 @@ def test_the_given_eos_ends_a_response_and_the_given_pad_fills_the_row(impl, see
             "token here) or after max_new_tokens")
 
 
+@pytest.mark.parametrize("deterministic", [True, False], ids=["greedy", "sampled"])
+def test_rows_that_all_end_at_once_are_padded_int64(impl, deterministic):
+    model = TablePolicy(seed=1, eos_bias=60.0)  # EOS is all but certain at every step
+    prompts = random_prompts(1, 5, 2)
+    rows = impl.sample_responses(model, torch.as_tensor(prompts), 4, deterministic=deterministic,
+                                 generator=torch.Generator().manual_seed(1))
+    assert rows.dtype == torch.int64, (
+        f"every row ended at its first token, and the rows came back {rows.dtype}: int64 token ids, padding included")
+    expected = np.concatenate([prompts, np.full((5, 1), EOS_ID), np.full((5, 3), PAD_ID)], axis=1)
+    assert rows.tolist() == expected.tolist(), (
+        f"rows {rows.tolist()}: every row sampled EOS first, so the rest of each row is PAD")
+
+
 def test_without_a_generator_every_draw_comes_from_torchs_global_one(impl):
     model = TablePolicy(seed=3)
     prompts = random_prompts(3, 16, 2)
@@ -589,6 +602,19 @@ def test_the_clip_binds_on_the_ratio(impl):
     assert torch.all(gradient[1, 1:3].abs().sum(dim=-1) > 0), "where it does not bind the gradient flows"
 
 
+def test_the_default_reduction_is_the_token_mean(impl):
+    batch = dict(input_ids=np.array([[BOS_ID, 3, 6, EOS_ID, PAD_ID], [BOS_ID, 4, 7, 8, EOS_ID]]),
+                 prompt_lengths=np.array([2, 2]))
+    logits = torch.randn(2, 5, VOCAB_SIZE, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
+    old = label_log_probs(logits, torch.as_tensor(batch["input_ids"])) - 0.1
+    arguments = (logits, torch.as_tensor(batch["input_ids"]), torch.as_tensor(batch["prompt_lengths"]), old,
+                 torch.tensor([1.0, -2.0], dtype=torch.float64), 0.2)
+    default, token_mean = impl.sequence_policy_loss(*arguments), impl.sequence_policy_loss(*arguments, "token_mean")
+    assert float(default) == float(token_mean), (
+        f"without a reduction the loss is {plain(default)}, with reduction='token_mean' {plain(token_mean)}: the "
+        "default reduction is token_mean")
+
+
 def test_the_loss_rejects_bad_input(impl):
     batch = dict(input_ids=np.array([[BOS_ID, 3, 6, EOS_ID]]), prompt_lengths=np.array([2]),
                  response_lengths=np.array([2]))
@@ -668,6 +694,9 @@ def test_the_loss_is_minus_the_clipped_objective_for_every_argument_it_is_given(
     assert isinstance(loss, torch.Tensor) and loss.ndim == 0, (
         f"the loss is a 0-d tensor; got {type(loss).__name__} of shape {tuple(np.shape(loss))}{where}")
     assert_differentiable(loss, "the loss of tensor logits", "logits")
+    assert loss.dtype == scores.dtype, (
+        f"the loss is {loss.dtype} for {scores.dtype} logits: the loss is in the logits' dtype, whatever the dtype "
+        f"of old_log_probs and advantages{where}")
     expected = -reduced_objective(torch.as_tensor(current), torch.as_tensor(np.where(mask == 1, old, 0.0)),
                                   torch.as_tensor(advantages), torch.as_tensor(mask), case["reduction"],
                                   case["clip_epsilon"])
@@ -950,6 +979,26 @@ def test_evaluation_uses_the_packages_sampler(impl):
     assert result["mean_reward"] == pytest.approx(float(np.mean(result["rewards"]))), (
         f"mean_reward {result['mean_reward']} must be the mean of the rewards, {plain(np.mean(result['rewards']))}"
     )
+
+
+def test_evaluation_defaults_and_what_it_forwards(impl):
+    from kata.rl.sequence_task import MAX_NEW_TOKENS, NUM_PROMPTS, PROMPT_LENGTH
+
+    model = make_policy(seed=0, hidden_size=8)
+    default = np.asarray(impl.evaluate_sequence_policy(model)["input_ids"])
+    assert default.shape == (NUM_PROMPTS * 32, PROMPT_LENGTH + MAX_NEW_TOKENS), (
+        f"evaluate_sequence_policy(model) gave rows of shape {default.shape}: by default 32 samples per prompt, "
+        f"each {MAX_NEW_TOKENS} new tokens long")
+    explicit = np.asarray(impl.evaluate_sequence_policy(model, samples_per_prompt=32, deterministic=False, seed=0,
+                                                        max_new_tokens=MAX_NEW_TOKENS)["input_ids"])
+    np.testing.assert_array_equal(default, explicit, err_msg=(
+        "evaluate_sequence_policy(model) differs from the same call with samples_per_prompt=32, deterministic=False, "
+        "seed=0, max_new_tokens=MAX_NEW_TOKENS written out: those are its defaults"))
+    other = np.asarray(impl.evaluate_sequence_policy(model, seed=1)["input_ids"])
+    assert not np.array_equal(default, other), "seed=1 sampled the same rows as seed=0: the seed is passed on"
+    short = np.asarray(impl.evaluate_sequence_policy(model, max_new_tokens=2)["input_ids"])
+    assert short.shape[1] == PROMPT_LENGTH + 2, (
+        f"max_new_tokens=2 gave rows {short.shape[1]} tokens wide: the limit is passed on to the sampler")
 
 
 @pytest.mark.slow
