@@ -30,8 +30,8 @@ from kata.testing.strategies import (
     float_dtypes,
     minibatch_layouts,
     rollout_flags,
-    update_settings,
 )
+from kata.testing.loop_strategies import update_settings
 from tests.assertions import plain, which_reading
 
 pytestmark = pytest.mark.ppo_cartpole

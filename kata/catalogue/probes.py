@@ -236,9 +236,11 @@ def _relabelled_loss_cases() -> list[Any]:
     """sequence_policy_loss with other EOS and PAD ids, and inf, NaN or huge old log-probs outside the response."""
     from kata.rl.sequence_task import VOCAB_SIZE
 
+    from kata.testing import loop_strategies
+
     strategies = _strategies()
     cases = []
-    for index, case in enumerate(draw(strategies.loss_cases(), 12, "loss_cases")):
+    for index, case in enumerate(draw(loop_strategies.loss_cases(), 12, "loss_cases")):
         batch, random = case["batch"], np.random.default_rng(index)
         ids, lengths = batch["input_ids"], batch["prompt_lengths"]
         rows, width = ids.shape
@@ -262,8 +264,10 @@ def _relabelled_iteration_cases() -> list[Any]:
     """rloo_iteration with other EOS and PAD ids and float32 or float64, NumPy or tensor rewards."""
     import torch
 
+    from kata.testing import loop_strategies
+
     cases = []
-    for case in draw(_strategies().iteration_settings(), 6, "iteration_settings"):
+    for case in draw(loop_strategies.iteration_settings(), 6, "iteration_settings"):
         batch = case["batch"]
         rewards = torch.from_numpy(case["rewards"]) if case["rewards_as_tensor"] else case["rewards"]
         cases.append(dict(seed=case["seed"], input_ids=batch["input_ids"], prompt_lengths=batch["prompt_lengths"],

@@ -5,6 +5,7 @@
                    every test to its deadline
     record.py      the record of a student's last results per concept, and the fingerprint of what they depend on
     limits.py      how long one test may run, the same for `kata check` and `kata grade`
-    strategies.py  every Hypothesis strategy the concept tests (and the diagnosis's probes) draw from
+    strategies.py  the Hypothesis strategies the concept tests (and the diagnosis's probes) draw from
+    loop_strategies.py  those of the two loops' clause tests (ppo_update step by step, the RLOO loop with other ids)
     training.py    the verdicts of the two training tests, and the one definition of "solved"
 """
