@@ -710,8 +710,8 @@ def compare_with_replica(impl, seed, size, settings, lr=0.05, scale=1.0):
         raise AssertionError(
             f"the networks hold NaN or inf after the update (settings {settings}, {size} samples)"
             + ("; a minibatch of one sample is among them: its standardised advantage must be 0, never NaN"
-               if settings.get("normalize_advantages", True) and size % settings["minibatch_size"] == 1
-               or settings["minibatch_size"] == 1 else ""))
+               if settings.get("normalize_advantages", True) and (size % settings["minibatch_size"] == 1
+                                                                  or settings["minibatch_size"] == 1) else ""))
 
     def differences(options):
         replica_actor, replica_critic = copy.deepcopy(actor), copy.deepcopy(critic)
@@ -736,7 +736,7 @@ def compare_with_replica(impl, seed, size, settings, lr=0.05, scale=1.0):
             f"approximate KL, {mean:.6g}, does not exceed target_kl = {settings.get('target_kl')}: only an epoch "
             "whose mean approximate KL (each minibatch's, before its own step) exceeds target_kl ends the update")
     key = next((k for k in ("epochs_completed", "minibatch_steps", "parameters") if k in wrong), wrong[0])
-    shown = "" if key == "parameters" else f"{key} is {found.get(key)!r}, expected {plain(expected[key])}: "
+    shown = "" if key == "parameters" else f"{key} is {plain(found.get(key))}, expected {plain(expected[key])}: "
     readings = [why for why, options in UPDATE_READINGS.items()
                 if (settings.get("normalize_advantages", True) or "normalise" not in options)
                 and not differences(dict(ddof=0, **options))[0]]
