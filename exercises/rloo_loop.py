@@ -52,9 +52,11 @@ def sample_responses(
             ``logits[:, -1]`` scores the next token.
         prompt_ids: integer ``[B, P]``: the prompts (repeat a prompt G times for a group of G responses).
         max_new_tokens: the response length limit ``L >= 1``.
-        eos_token_id, pad_token_id: the ids that end a response and fill the row after it.
+        eos_token_id, pad_token_id: the ids that end a response and fill the row after it (any ids ``>= 0``, equal
+            ones too); the task's defaults are then ordinary tokens.
         deterministic: greedy decoding (the most probable token) instead of sampling.
-        generator: the ``torch.Generator`` every random draw uses (None: torch's global one).
+        generator: the ``torch.Generator`` every random draw uses (None: torch's global one, so that
+            ``torch.manual_seed`` fixes the draws).
 
     Returns:
         int64 ``[B, P + L]`` (NumPy for NumPy prompts, else a tensor): the prompt unchanged, then the response.
@@ -116,13 +118,18 @@ def sequence_policy_loss(
         prompt_lengths: integer ``[B]``.
         old_log_probs: ``[B, T - 1]``: the sampling policy's log-probs of the labels ``input_ids[:, 1:]`` (data).
         advantages: floating ``[B]``, one per response.
-        clip_epsilon: PPO's clip range.
+        clip_epsilon: PPO's clip range (> 0; any value, 1 - ε may be negative).
         reduction: ``token_mean``, ``sequence_mean`` or ``sequence_sum_mean`` (see ``masked_token_ppo_objective``).
+        pad_token_id, eos_token_id: the ids that delimit each response, as in ``response_token_mask``.
+
+    ``input_ids``, ``prompt_lengths``, ``old_log_probs`` and ``advantages`` may each be NumPy or a tensor; the last
+    two are data and receive no gradient. ``old_log_probs`` outside the response may hold anything, inf and NaN
+    included.
 
     Returns:
-        A 0-d tensor: ``-masked_token_ppo_objective`` over the response tokens, EOS included. Logits at
-        positions that predict a prompt token, a padding token or nothing (the last position) never change the
-        loss or its gradient; neither do ``old_log_probs`` outside the response.
+        A 0-d tensor in the logits' dtype: ``-masked_token_ppo_objective`` over the response tokens, EOS included.
+        Logits at positions that predict a prompt token, a padding token or nothing (the last position) never
+        change the loss or its gradient; neither do ``old_log_probs`` outside the response.
     """
     check_loss_arguments(logits, input_ids, old_log_probs, advantages, clip_epsilon, reduction)
     # Three concept functions of this package do the work: response_token_mask, token_log_probs and
@@ -155,10 +162,12 @@ def rloo_iteration(
         rewards: floating ``[B]``, the verifier's rewards.
         group_size: responses per prompt, ``G >= 2``.
         ppo_epochs: optimisation steps on the same batch, ``>= 1``.
-        clip_epsilon, reduction: as in :func:`sequence_policy_loss`.
+        clip_epsilon, reduction: as in :func:`sequence_policy_loss`, which every epoch calls with them and with
+            ``pad_token_id`` and ``eos_token_id``.
 
     Returns:
-        :class:`kata.rl.rloo.IterationResult`: ``advantages`` (float64 NumPy ``[B]``), ``response_mask``
+        :class:`kata.rl.rloo.IterationResult`: ``advantages`` (float64 NumPy ``[B]`` whatever the rewards' kind and
+        floating dtype), ``response_mask``
         (``[B, T - 1]``, EOS included), ``old_log_probs`` (``[B, T - 1]``, computed once under ``no_grad`` before
         the first epoch and used unchanged by every epoch) and ``epoch_losses`` (each epoch's loss before its
         step; the first equals minus the mean advantage over the masked tokens, since the ratio starts at 1).

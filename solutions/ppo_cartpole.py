@@ -75,7 +75,8 @@ def gae_masks(terminated: ArrayLike, truncated: ArrayLike) -> tuple[ArrayLike, A
     buffer, so the recursion must stop there too, though it may still bootstrap.
 
     Returns:
-        ``(terminated, trace_cuts)``: bool arrays of the input's shape and kind (NumPy in, NumPy out), where
+        ``(terminated, trace_cuts)``: bool arrays of the input's shape (tensors if either flag is a tensor, else
+        NumPy), where
         ``terminated`` is the bootstrap mask (only a real terminal forbids bootstrapping) and ``trace_cuts`` is
         ``terminated or truncated or t == T - 1``.
 
@@ -114,7 +115,8 @@ def bootstrap_values(values: ArrayLike, final_values: ArrayLike, last_values: Ar
         terminated, truncated: bool or 0/1 flags of ``values``' shape.
 
     Returns:
-        ``next_values`` of ``values``' shape and kind: ``final_values[t]`` where an episode ended at t (terminated
+        ``next_values`` of ``values``' shape, a tensor if any of ``values``, ``final_values`` and ``last_values`` is
+        one (else NumPy), in their promoted floating dtype: ``final_values[t]`` where an episode ended at t (terminated
         or truncated; GAE ignores it where terminated), ``values[t + 1]`` inside an episode, ``last_values`` at the
         buffer's last step.
 
@@ -151,7 +153,7 @@ def minibatch_indices(batch_size: int, minibatch_size: int, generator: torch.Gen
         generator: a ``torch.Generator``; the same generator state gives the same minibatches.
 
     Returns:
-        A list of int64 tensors whose concatenation holds every index exactly once.
+        A list of int64 tensors whose concatenation holds every index exactly once, in a uniformly random order.
 
     Example:
         >>> [len(m) for m in minibatch_indices(10, 4, torch.Generator().manual_seed(0))]
@@ -186,13 +188,15 @@ def ppo_update(
 ) -> dict[str, float]:
     """PPO's update on one rollout: ``epochs`` passes of shuffled minibatches, one optimizer step each.
 
-    For every minibatch (from :func:`minibatch_indices`): ``actor`` and ``critic`` are each called once (with
-    gradient), on the minibatch's observations only; advantages are normalised within the minibatch if asked; the loss
-    is ``ppo_loss(clipped_policy_loss, clipped_value_loss, entropy)``; the gradient norm over all of the optimizer's
-    parameters is clipped to ``max_grad_norm`` after ``backward()`` and before ``step()``. The batch's
-    ``old_log_probs`` and ``old_values`` are the data the ratio and the value clip refer to: never recomputed, never
-    changed. After an epoch whose mean approximate KL (each minibatch's, measured on the forward pass before its own
-    step) exceeds ``target_kl`` (if given), no more epochs run.
+    Each epoch is a fresh permutation of the batch drawn from ``generator`` and cut into minibatches, as
+    :func:`minibatch_indices` does. For every minibatch: ``actor`` and ``critic`` are each called once (with
+    gradient), on the minibatch's observations only; advantages are standardised within the minibatch if asked; the
+    loss is ``ppo_loss(clipped_policy_loss(..., clip_epsilon), clipped_value_loss(..., value_clip_epsilon), entropy,
+    value_coefficient, entropy_coefficient)``; the gradient norm over all of the optimizer's parameters is clipped to
+    ``max_grad_norm`` after ``backward()`` and before ``step()``. The batch's ``old_log_probs`` and ``old_values``
+    are the data the ratio and the value clip refer to: never recomputed, never changed. After an epoch whose mean
+    approximate KL (:func:`approximate_kl` of each minibatch, measured on the forward pass before its own step)
+    exceeds ``target_kl`` (if given), no more epochs run: the check comes after a whole epoch, never inside one.
 
     Args:
         actor: observations ``[B, obs]`` -> logits ``[B, actions]``.
@@ -203,13 +207,16 @@ def ppo_update(
         clip_epsilon, value_clip_epsilon: ε of the policy ratio clip and of the value clip (> 0).
         value_coefficient, entropy_coefficient: ``c_v``, ``c_e`` (>= 0).
         max_grad_norm: bound on the total gradient norm of each step (> 0).
-        normalize_advantages: standardise advantages per minibatch (mean 0, std 1).
+        normalize_advantages: standardise advantages per minibatch, ``(A - mean) / (std + 1e-8)`` with the
+            population or the sample std (libraries use either); a minibatch of one sample gets advantage 0, never
+            NaN.
         target_kl: optional early-stop threshold on an epoch's mean approximate KL (> 0).
         generator: the ``torch.Generator`` for the shuffles.
 
     Returns:
         Floats for logging: means over the minibatch steps taken of ``policy_loss``, ``value_loss``, ``entropy``
-        and ``grad_norm`` (before clipping); ``approx_kl``, ``active_clip_fraction`` and
+        and ``grad_norm`` (before clipping), each minibatch's measured before its step; ``approx_kl``,
+        ``active_clip_fraction`` (judged with the batch's own advantages, not standardised ones) and
         ``ratio_outside_fraction`` of the updated policy against ``old_log_probs`` on the whole batch (one
         forward pass without gradient after the last epoch: how far this update moved the policy); and
         ``epochs_completed`` and ``minibatch_steps``.

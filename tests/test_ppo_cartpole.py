@@ -8,6 +8,7 @@ the smoke profile on the lab's two seeds, each with up to two retries on other s
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import math
 
@@ -15,6 +16,7 @@ import numpy as np
 import pytest
 import torch
 from hypothesis import given
+from hypothesis import strategies as st
 
 from kata.rl.speedups import Adam
 from kata.lab.plan import plan_for
@@ -22,13 +24,35 @@ from kata.rl.networks import Actor, Critic, action_log_probs
 from kata.rl.networks import SGD
 from kata.rl.ppo import RolloutBatch, profile_config
 from kata.testing.training import ppo_smoke_verdict
-from kata.testing.strategies import bootstrap_cases, minibatch_layouts, rollout_flags
-from tests.assertions import which_reading
+from kata.testing.strategies import (
+    bootstrap_cases,
+    containers,
+    float_dtypes,
+    minibatch_layouts,
+    rollout_flags,
+)
+from kata.testing.loop_strategies import update_settings
+from tests.assertions import plain, which_reading
 
 pytestmark = pytest.mark.ppo_cartpole
 
 
 # ---- the two masks ---------------------------------------------------------------------------------------------
+
+
+@given(flags=rollout_flags(), data=st.data(), as_integers=st.booleans())
+def test_masks_are_bool_and_tensors_if_either_flag_is(impl, flags, data, as_integers):
+    given_flags = {name: flag.astype(np.int64) if as_integers else flag for name, flag in flags.items()}
+    arguments = data.draw(containers(given_flags), label="flags")
+    masks = impl.gae_masks(arguments["terminated"], arguments["truncated"])
+    tensors = [name for name, flag in arguments.items() if isinstance(flag, torch.Tensor)]
+    for name, mask in zip(("terminated", "trace_cuts"), masks):
+        assert isinstance(mask, torch.Tensor if tensors else np.ndarray), (
+            f"the {name} mask is a {type(mask).__name__} for tensor flags {tensors or 'none'}: tensors if either "
+            "flag is a tensor, else NumPy")
+        dtype = mask.dtype if isinstance(mask, torch.Tensor) else np.asarray(mask).dtype
+        assert dtype in (torch.bool, np.bool_), (
+            f"the {name} mask is {dtype} for {'0/1 integer' if as_integers else 'bool'} flags: the masks are bool")
 
 
 @given(flags=rollout_flags())
@@ -67,6 +91,10 @@ def test_masks_keep_tensors_and_do_not_touch_inputs(impl):
         impl.gae_masks(terminated, truncated[:2])
     with pytest.raises(ValueError, match="terminated"):
         impl.gae_masks(np.array([0, 2, 0]), np.zeros(3))
+    with pytest.raises(ValueError, match="terminated"):
+        impl.gae_masks(np.zeros((2, 2, 2), dtype=bool), np.zeros((2, 2, 2), dtype=bool))
+    with pytest.raises(ValueError, match="terminated"):
+        impl.gae_masks(np.zeros(0, dtype=bool), np.zeros(0, dtype=bool))
 
 
 # ---- bootstrap values ------------------------------------------------------------------------------------------
@@ -115,6 +143,26 @@ def test_bootstrap_values(impl, case):
                 + f"; {rule}")
 
 
+@given(case=bootstrap_cases(), dtypes=st.tuples(float_dtypes, float_dtypes, float_dtypes), data=st.data())
+def test_bootstrap_values_keep_the_promoted_dtype_and_the_container(impl, case, dtypes, data):
+    floats = {name: case[name].astype(dtype) for name, dtype in zip(("values", "final_values", "last_values"), dtypes)}
+    arguments = data.draw(containers({**case, **floats}), label="arguments")
+    next_values = impl.bootstrap_values(**arguments)
+    tensors = [name for name in floats if isinstance(arguments[name], torch.Tensor)]
+    kind = torch.Tensor if tensors else np.ndarray
+    assert isinstance(next_values, kind), (
+        f"next_values is a {type(next_values).__name__} for tensor arguments {tensors or 'none'}: a tensor if any of "
+        "values, final_values and last_values is a tensor, else NumPy")
+    promoted = np.result_type(*dtypes)
+    found = np.asarray(next_values).dtype
+    assert found == promoted, (
+        f"next_values is {found} for values, final_values, last_values in {[np.dtype(d).name for d in dtypes]}: "
+        f"the promoted floating dtype, {np.dtype(promoted).name}")
+    expected = expected_next_values(**{**case, **{k: v.astype(np.float64) for k, v in floats.items()}})
+    np.testing.assert_array_equal(np.asarray(next_values).astype(np.float64), expected.astype(promoted).astype(
+        np.float64), err_msg="next_values in the promoted dtype: each is one of the inputs' values, unchanged")
+
+
 def test_a_truncated_step_bootstraps_from_its_final_observation(impl):
     values = np.array([1.0, 2.0, 3.0])
     next_values = impl.bootstrap_values(values, np.array([0.0, 9.0, 0.0]), np.array(4.0),
@@ -124,6 +172,10 @@ def test_a_truncated_step_bootstraps_from_its_final_observation(impl):
                                   "not from V(reset observation) = values[2] = 3")
     with pytest.raises(ValueError, match="last_values"):
         impl.bootstrap_values(values, values, np.zeros(2), np.zeros(3, dtype=bool), np.zeros(3, dtype=bool))
+    with pytest.raises(ValueError, match="truncated"):
+        impl.bootstrap_values(values, values, np.array(4.0), np.zeros(3, dtype=bool), np.array([0, 2, 0]))
+    with pytest.raises(ValueError, match="final_values"):
+        impl.bootstrap_values(values, values[:2], np.array(4.0), np.zeros(3, dtype=bool), np.zeros(3, dtype=bool))
 
 
 # ---- minibatches -----------------------------------------------------------------------------------------------
@@ -146,8 +198,21 @@ def test_each_sample_once_per_epoch(impl, layout):
     assert all(size == minibatch_size for size in sizes[:-1]) and 1 <= sizes[-1] <= minibatch_size, (
         f"minibatch sizes {sizes} for minibatch_size {minibatch_size}: every minibatch full but the last, which "
         "holds the remainder")
+    assert all(isinstance(m, torch.Tensor) and m.dtype == torch.int64 for m in minibatches), (
+        "each minibatch is an int64 tensor of indices; got "
+        f"{[getattr(m, 'dtype', type(m).__name__) for m in minibatches]}")
     again = impl.minibatch_indices(batch_size, minibatch_size, torch.Generator().manual_seed(seed))
     assert all(torch.equal(a, b) for a, b in zip(minibatches, again)), "the generator must fix the shuffle"
+
+
+def test_every_order_is_drawn(impl):
+    # A uniform permutation of 4 samples takes each of its 24 orders with probability 1/24: in 1,200 epochs one order
+    # is missing with probability at most 24 (23/24)^1200 < 1e-21, whatever the random stream.
+    generator = torch.Generator().manual_seed(0)
+    orders = {tuple(torch.cat(impl.minibatch_indices(4, 3, generator)).tolist()) for _ in range(1200)}
+    assert len(orders) == 24, (
+        f"1,200 epochs of 4 samples took {len(orders)} of the 24 orders: each epoch is a uniformly random "
+        "permutation, so every order turns up (a rotation or a few fixed shuffles do not)")
 
 
 def test_epochs_are_shuffled_differently(impl):
@@ -224,14 +289,38 @@ def epoch_orders(impl) -> list[list[int]]:
     batch = make_batch(actor, critic, size, observations=observations)
     spy = SpyActor(actor)
     optimizer = Adam([*actor.parameters(), *critic.parameters()], lr=1e-3)
-    impl.ppo_update(spy, critic, optimizer, batch, generator=torch.Generator().manual_seed(0),
-                    **{**UPDATE, "epochs": epochs, "minibatch_size": minibatch})
+    call_update(impl, spy, critic, optimizer, batch, {**UPDATE, "epochs": epochs, "minibatch_size": minibatch}, 0)
     per_epoch = math.ceil(size / minibatch)
     assert len(spy.seen) == epochs * per_epoch, (
         f"{epochs} epochs of {per_epoch} minibatches must call the actor {epochs * per_epoch} times with gradient; "
         f"it was called {len(spy.seen)} times")
     return [[i for call in spy.seen[epoch * per_epoch:(epoch + 1) * per_epoch] for i in call]
             for epoch in range(epochs)]
+
+
+def test_a_one_sample_minibatch_has_advantage_zero(impl):
+    # Standardising one number leaves (A - mean) = 0 over a std of 0: the docstring makes it 0, never NaN. With no
+    # value loss and no entropy bonus, a zero advantage gives the actor no gradient at all.
+    actor, critic, batch = off_policy_batch(8, 6)
+    before = [p.detach().clone() for p in actor.parameters()]
+    settings = dict(UPDATE, epochs=2, minibatch_size=1, value_coefficient=0.0, entropy_coefficient=0.0)
+    optimizer = SGD([*actor.parameters(), *critic.parameters()], lr=0.5)
+    try:
+        impl.ppo_update(actor, critic, optimizer, batch, generator=torch.Generator().manual_seed(8), **settings)
+    except ValueError as error:
+        if "nan" not in str(error).lower():
+            raise
+        raise AssertionError(
+            f"ppo_update raised ValueError({str(error)!r}) with minibatches of one sample and normalize_advantages: "
+            "a single advantage standardises to 0, never NaN (its std is 0, and a sample std that divides by n - 1 "
+            "is 0 / 0 there)") from None
+    after = [p.detach() for p in actor.parameters()]
+    assert all(torch.isfinite(p).all() for p in after), (
+        "the actor's parameters hold NaN or inf after an update with minibatches of one sample: a single advantage "
+        "standardises to 0, never NaN")
+    assert all(torch.equal(a, b) for a, b in zip(before, after)), (
+        "the actor moved in an update of one-sample minibatches with normalize_advantages, c_v = 0 and c_e = 0: "
+        "a single advantage standardises to 0, so the policy loss has no gradient")
 
 
 def test_every_sample_once_per_epoch_inside_the_update(impl):
@@ -251,6 +340,30 @@ def test_each_epoch_of_the_update_draws_a_fresh_permutation(impl):
                 "each epoch draws a fresh permutation, and two epochs of a uniform shuffle share an order with "
                 f"probability 1 / {SPIED['size']}!; the order: {orders[later]}"
             )
+
+
+@given(case=update_settings())
+def test_the_update_is_ppo_step_by_step(impl, case):
+    seed, size, settings = case
+    compare_with_replica(impl, seed, size, settings)
+
+
+@pytest.mark.parametrize("below_the_mean", [True, False], ids=["stops_after_the_epoch", "runs_on"])
+def test_target_kl_is_checked_after_each_epoch_on_its_mean(impl, below_the_mean):
+    # The first epoch's minibatches (whatever the shuffle) and their approximate KLs, from a run without target_kl;
+    # then a threshold between one minibatch's KL and the epoch's mean: a check after every minibatch stops inside
+    # the epoch, where the docstring's check, on the epoch's mean after the epoch, stops after it or runs on.
+    seed, size = 7, 20
+    settings = dict(UPDATE, epochs=1, minibatch_size=4, normalize_advantages=True)
+    actor, critic, batch = off_policy_batch(seed, size)
+    *_, calls, _ = run_recorded(impl, actor, critic, batch, settings, 0.05, seed)
+    kls = replica_update(copy.deepcopy(actor), copy.deepcopy(critic), batch, calls, settings, 0.05)["_kls"]
+    mean = sum(kls) / len(kls)
+    if below_the_mean:
+        threshold = 0.9 * min(mean, max(kls[:-1]))  # some minibatch before the last exceeds it; the mean does too
+    else:
+        threshold = (mean + max(kls)) / 2  # one minibatch exceeds it; the epoch's mean does not
+    compare_with_replica(impl, seed, size, dict(settings, epochs=3, target_kl=threshold))
 
 
 def test_old_log_probs_and_values_stay_frozen(impl):
@@ -348,7 +461,9 @@ def test_diagnostics_are_in_range(impl):
         assert isinstance(d[key], float) and math.isfinite(d[key]), (
             f"{key} must be a finite float; got {d[key]!r} ({type(d[key]).__name__})")
     assert d["approx_kl"] >= 0.0, f"approx_kl is {d['approx_kl']:.4g}: the approximate KL is never negative"
-    assert 0.0 <= d["active_clip_fraction"] <= d["ratio_outside_fraction"] <= 1.0, (
+    # Fractions k/40 differ by at least 1/40: the slack lets each come back in any floating dtype (2/3 in float32
+    # reads larger than 2/3 in float64) and still separates every pair of distinct fractions.
+    assert 0.0 <= d["active_clip_fraction"] <= d["ratio_outside_fraction"] + 1e-6 <= 1.0 + 1e-6, (
         f"active_clip_fraction {d['active_clip_fraction']:.4g} and ratio_outside_fraction "
         f"{d['ratio_outside_fraction']:.4g}: an active clip needs a ratio outside the interval, so 0 <= active <= "
         "outside <= 1")
@@ -371,9 +486,282 @@ def test_target_kl_stops_early(impl):
     with pytest.raises(ValueError, match="max_grad_norm"):
         impl.ppo_update(actor, critic, optimizer, batch, generator=torch.Generator(), **{**UPDATE,
                         "max_grad_norm": 0.0})
+    with pytest.raises(ValueError, match="target_kl"):
+        impl.ppo_update(actor, critic, optimizer, batch, generator=torch.Generator(), **UPDATE, target_kl=0.0)
     with pytest.raises(ValueError, match="batch"):
         impl.ppo_update(actor, critic, optimizer, batch._replace(returns=batch.returns[:3]),
                         generator=torch.Generator(), **UPDATE)
+
+
+# ---- the update, step by step: a replica from first principles ----------------------------------------------------
+# A recording actor and critic see which samples each forward pass with gradient uses; the replica below replays
+# exactly those minibatches on copies of the networks with PPO's formulas written out, so the test depends on no
+# random stream: any shuffle is accepted, and every other sentence of the docstring is held.
+
+
+class Recorder(torch.nn.Module):
+    """A network that records, for each forward pass with gradient, which rows of ``observations`` it was given."""
+
+    def __init__(self, network, observations):
+        super().__init__()
+        self.network, self.observations = network, observations
+        self.calls: list[list[int]] = []
+
+    def forward(self, observations):
+        if torch.is_grad_enabled():
+            same = (observations.detach()[:, None, :] == self.observations[None, :, :]).all(dim=-1)
+            self.calls.append([int(row.nonzero()[0]) if row.any() else -1 for row in same])
+        return self.network(observations)
+
+
+def normalised(advantages, ddof):
+    """``(A - mean) / (std + 1e-8)`` with the population (ddof 0) or the sample (ddof 1) std; one sample gives 0."""
+    if advantages.numel() == 1:
+        return torch.zeros_like(advantages)
+    return (advantages - advantages.mean()) / (advantages.std(correction=ddof) + 1e-8)
+
+
+def replica_update(actor, critic, batch, minibatches, settings, lr, ddof=0, normalise="minibatch", value_eps=None,
+                   recompute=None, accumulate=False, clip=True, entropy_sign=1.0):
+    """PPO's update written out, on the given minibatches in order (one epoch = ceil(B / minibatch_size) of them),
+    with plain SGD at ``lr``; returns the diagnostics ppo_update's docstring defines, and ``_kls``, each
+    minibatch's approximate KL before its step. The keyword arguments after ``ddof`` give misreadings' updates."""
+    size = batch.actions.shape[0]
+    per_epoch = math.ceil(size / settings["minibatch_size"])
+    parameters = [*actor.parameters(), *critic.parameters()]
+    eps = settings["clip_epsilon"]
+    value_eps = settings[value_eps or "value_clip_epsilon"]
+    normalise = normalise if settings.get("normalize_advantages", True) else "none"
+    whole = normalised(batch.advantages, ddof) if normalise == "batch" else batch.advantages
+    all_kls = []
+    stopped_early, previous_mean = None, None
+    totals = dict(policy_loss=0.0, value_loss=0.0, entropy=0.0, grad_norm=0.0)
+    steps = epochs_completed = 0
+    for epoch in range(settings["epochs"]):
+        kls = []
+        if not minibatches[epoch * per_epoch:]:
+            # The update under test stopped before this epoch: what it would have drawn is unknown.
+            stopped_early = (epoch, previous_mean)
+            break
+        for indices in minibatches[epoch * per_epoch:(epoch + 1) * per_epoch]:
+            index = torch.tensor(indices)
+            logits, values = actor(batch.observations[index]), critic(batch.observations[index])
+            log_p = torch.log_softmax(logits, dim=-1)
+            new = log_p.gather(-1, batch.actions[index, None]).squeeze(-1)
+            old, old_values, returns = batch.old_log_probs[index], batch.old_values[index], batch.returns[index]
+            if recompute == "old_values":
+                old_values = values.detach()
+            elif recompute == "old_log_probs":
+                old = new.detach()
+            advantages = whole[index]
+            if normalise == "minibatch":
+                advantages = normalised(advantages, ddof)
+            ratio = torch.exp(new - old)
+            policy_loss = -torch.minimum(ratio * advantages, ratio.clamp(1 - eps, 1 + eps) * advantages).mean()
+            clipped_values = old_values + (values - old_values).clamp(-value_eps, value_eps)
+            value_loss = 0.5 * torch.maximum((values - returns) ** 2, (clipped_values - returns) ** 2).mean()
+            entropy = -(log_p.exp() * log_p).sum(-1).mean()
+            loss = (policy_loss + settings["value_coefficient"] * value_loss
+                    - entropy_sign * settings["entropy_coefficient"] * entropy)
+            for parameter in parameters:
+                if not accumulate:
+                    parameter.grad = None
+            loss.backward()
+            for parameter in parameters:
+                if parameter.grad is None:
+                    parameter.grad = torch.zeros_like(parameter)
+            grads = [parameter.grad for parameter in parameters]
+            norm = torch.linalg.vector_norm(torch.stack([torch.linalg.vector_norm(g) for g in grads]))
+            scale = min(1.0, settings["max_grad_norm"] / (float(norm) + 1e-6)) if clip else 1.0
+            with torch.no_grad():
+                for parameter, grad in zip(parameters, grads):
+                    grad.mul_(scale)  # in place, as clip_grad_norm_ does: what a later step may add to
+                    parameter -= lr * grad
+            with torch.no_grad():
+                kls.append(float(((ratio - 1) - (new - old)).mean()))
+            for key, value in zip(totals, (policy_loss, value_loss, entropy, norm)):
+                totals[key] += float(value.detach())
+            steps += 1
+        epochs_completed += 1
+        all_kls += kls
+        target = settings.get("target_kl")
+        previous_mean = sum(kls) / len(kls)
+        if target is not None and previous_mean > target:
+            break
+    diagnostics = {key: value / steps for key, value in totals.items()}
+    with torch.no_grad():
+        new = torch.log_softmax(actor(batch.observations), -1).gather(-1, batch.actions[:, None]).squeeze(-1)
+        ratio = torch.exp(new - batch.old_log_probs)
+        advantages = batch.advantages
+        diagnostics["approx_kl"] = float(((ratio - 1) - (new - batch.old_log_probs)).mean())
+        diagnostics["active_clip_fraction"] = float(((advantages > 0) & (ratio > 1 + eps)
+                                                     | (advantages < 0) & (ratio < 1 - eps)).double().mean())
+        diagnostics["ratio_outside_fraction"] = float(((ratio - 1).abs() > eps).double().mean())
+    diagnostics["epochs_completed"] = float(epochs_completed)
+    diagnostics["minibatch_steps"] = float(steps)
+    diagnostics["_kls"] = all_kls
+    diagnostics["_stopped_early"] = stopped_early
+    return diagnostics
+
+
+def off_policy_batch(seed, size, scale=1.0):
+    """Networks and a batch whose old log-probs and old values are not the networks' own (the data of an older
+    policy), so that ratios start away from 1 and the policy and value clips bind for some samples."""
+    actor, critic = networks(seed, hidden=(8,))
+    rng = torch.Generator().manual_seed(seed)
+    batch = make_batch(actor, critic, size, seed=seed)
+    batch = batch._replace(old_log_probs=batch.old_log_probs + 0.3 * torch.randn(size, generator=rng),
+                           old_values=batch.old_values + torch.randn(size, generator=rng),
+                           advantages=(batch.advantages * 3.0 + 1.0) * scale)
+    return actor, critic, batch
+
+
+def run_recorded(impl, actor, critic, batch, settings, lr, seed):
+    """ppo_update on copies of the networks behind recorders, with plain SGD: (diagnostics, actor, critic,
+    actor's recorded minibatches, critic's recorded minibatches)."""
+    actor, critic = copy.deepcopy(actor), copy.deepcopy(critic)
+    spy_actor, spy_critic = Recorder(actor, batch.observations), Recorder(critic, batch.observations)
+    optimizer = SGD([*actor.parameters(), *critic.parameters()], lr=lr)
+    diagnostics = call_update(impl, spy_actor, spy_critic, optimizer, batch, settings, seed)
+    return diagnostics, actor, critic, spy_actor.calls, spy_critic.calls
+
+
+def call_update(impl, actor, critic, optimizer, batch, settings, seed):
+    """ppo_update, with a NaN raised deep inside (where a later forward pass meets NaN parameters) traced back to the
+    update's own arithmetic."""
+    size, minibatch = batch.actions.shape[0], settings["minibatch_size"]
+    try:
+        return impl.ppo_update(actor, critic, optimizer, batch, generator=torch.Generator().manual_seed(seed),
+                               **settings)
+    except ValueError as error:
+        if "nan" not in str(error).lower():
+            raise
+        one = size % minibatch == 1 or minibatch == 1
+        raise AssertionError(
+            f"ppo_update raised ValueError({str(error)!r}) from inside: NaN reached the networks during the update "
+            f"({size} samples in minibatches of {minibatch}"
+            + (", so one minibatch holds a single sample: its normalised advantage must be 0, never NaN; "
+               "see test_a_one_sample_minibatch_has_advantage_zero" if one and settings.get("normalize_advantages",
+                                                                                              True) else "")
+            + ")") from None
+
+
+UPDATE_CLAUSES = {
+    "parameters": "the networks after the update differ from PPO's on the same minibatches: per minibatch the loss "
+                  "ppo_loss(policy loss clipped at clip_epsilon against batch.old_log_probs, value loss clipped at "
+                  "value_clip_epsilon around batch.old_values, entropy, value_coefficient, entropy_coefficient), "
+                  "advantages standardised within the minibatch when asked, the total gradient norm clipped to "
+                  "max_grad_norm between backward() and step(), one step",
+    "policy_loss": "the means over the minibatch steps taken of policy_loss, value_loss, entropy (each minibatch's, "
+                   "before its step) and grad_norm (before clipping)",
+    "approx_kl": "approx_kl, active_clip_fraction (with the batch's own advantages, not normalised) and "
+                 "ratio_outside_fraction of the UPDATED policy against batch.old_log_probs on the whole batch: one "
+                 "forward pass without gradient after the last epoch",
+    "epochs_completed": "after an epoch whose mean approximate KL (each minibatch's, on the forward pass before its "
+                        "own step) exceeds target_kl, no more epochs run; epochs_completed and minibatch_steps count "
+                        "what ran",
+}
+UPDATE_CLAUSES.update(value_loss=UPDATE_CLAUSES["policy_loss"], entropy=UPDATE_CLAUSES["policy_loss"],
+                      grad_norm=UPDATE_CLAUSES["policy_loss"], active_clip_fraction=UPDATE_CLAUSES["approx_kl"],
+                      ratio_outside_fraction=UPDATE_CLAUSES["approx_kl"],
+                      minibatch_steps=UPDATE_CLAUSES["epochs_completed"])
+UPDATE_READINGS = {
+    "advantages standardised once over the whole batch instead of within each minibatch": dict(normalise="batch"),
+    "advantages not standardised although normalize_advantages is True": dict(normalise="none"),
+    "the value clip uses clip_epsilon instead of value_clip_epsilon": dict(value_eps="clip_epsilon"),
+    "batch.old_values recomputed with the current critic": dict(recompute="old_values"),
+    "batch.old_log_probs recomputed with the current actor": dict(recompute="old_log_probs"),
+    "gradients never zeroed between steps (each step applies the sum of all earlier gradients)": dict(accumulate=True),
+    "the gradient norm not clipped": dict(clip=False),
+    "the entropy bonus's sign flipped (the loss subtracts c_e * entropy)": dict(entropy_sign=-1.0),
+}
+
+
+def compare_with_replica(impl, seed, size, settings, lr=0.05, scale=1.0):
+    """Run ppo_update behind recorders, check the minibatch structure, then compare diagnostics and networks with
+    the replica on the same minibatches (population or sample std: both standardise)."""
+    actor, critic, batch = off_policy_batch(seed, size, scale)
+    saved = RolloutBatch(*(t.clone() for t in batch))
+    found, new_actor, new_critic, calls, critic_calls = run_recorded(impl, actor, critic, batch, settings, lr, seed)
+    for name, before, after in zip(RolloutBatch._fields, saved, batch):
+        assert torch.equal(before, after), f"batch.{name} changed: the update must treat the rollout as data"
+    per_epoch = math.ceil(size / settings["minibatch_size"])
+    if len(calls) % per_epoch == 1 and calls[-1] == list(range(size)):
+        raise AssertionError("the last forward pass of the actor, on the whole batch, kept gradient: the diagnostics "
+                             "after the last epoch come from one forward pass without gradient")
+    if len(calls) % per_epoch:
+        raise AssertionError(
+            f"the update stopped after {len(calls)} minibatch steps, inside epoch {len(calls) // per_epoch + 1} "
+            f"(each epoch is {per_epoch} minibatches of at most {settings['minibatch_size']} of the {size} samples): "
+            f"target_kl is checked after a whole epoch, on the mean of its minibatches' approximate KLs "
+            f"(target_kl = {settings.get('target_kl')}); the minibatches seen: {calls}")
+    for epoch in range(len(calls) // per_epoch):
+        seen = sorted(i for call in calls[epoch * per_epoch:(epoch + 1) * per_epoch] for i in call)
+        if seen != list(range(size)):
+            raise AssertionError(
+                f"epoch {epoch + 1} of the update saw the samples {seen}: each epoch is {per_epoch} minibatches of at "
+                f"most {settings['minibatch_size']} that together hold each of the {size} samples once")
+    if calls != critic_calls:
+        raise AssertionError(
+            f"the actor saw the minibatches {calls} and the critic {critic_calls}: each minibatch calls the actor "
+            "and the critic once each, with gradient, on that minibatch's observations only")
+    found_parameters = [p.detach() for p in (*new_actor.parameters(), *new_critic.parameters())]
+    if not all(torch.isfinite(p).all() for p in found_parameters):
+        raise AssertionError(
+            f"the networks hold NaN or inf after the update (settings {settings}, {size} samples)"
+            + ("; a minibatch of one sample is among them: its standardised advantage must be 0, never NaN"
+               if settings.get("normalize_advantages", True) and (size % settings["minibatch_size"] == 1
+                                                                  or settings["minibatch_size"] == 1) else ""))
+
+    def differences(options):
+        replica_actor, replica_critic = copy.deepcopy(actor), copy.deepcopy(critic)
+        expected = replica_update(replica_actor, replica_critic, batch, calls, settings, lr, **options)
+        wrong = [key for key, value in expected.items() if not key.startswith("_") and not (
+            isinstance(found.get(key), float) and np.isclose(found[key], value, rtol=1e-4, atol=1e-6))]
+        if not all(torch.allclose(a, b, rtol=1e-4, atol=1e-5) for a, b in
+                   zip(found_parameters, [*replica_actor.parameters(), *replica_critic.parameters()])):
+            wrong.append("parameters")
+        return wrong, expected
+
+    wrong, expected = differences(dict(ddof=0))
+    if expected["_stopped_early"] is None and not wrong:
+        return found, expected
+    sample_wrong, sample_expected = differences(dict(ddof=1))
+    if sample_expected["_stopped_early"] is None and not sample_wrong:
+        return found, sample_expected
+    if expected["_stopped_early"] is not None:
+        epochs, mean = expected["_stopped_early"]
+        raise AssertionError(
+            f"the update stopped after epoch {epochs} of {settings['epochs']}, although that epoch's mean "
+            f"approximate KL, {mean:.6g}, does not exceed target_kl = {settings.get('target_kl')}: only an epoch "
+            "whose mean approximate KL (each minibatch's, before its own step) exceeds target_kl ends the update")
+    key = next((k for k in ("epochs_completed", "minibatch_steps", "parameters") if k in wrong), wrong[0])
+    shown = "" if key == "parameters" else f"{key} is {plain(found.get(key))}, expected {plain(expected[key])}: "
+    readings = [why for why, options in UPDATE_READINGS.items()
+                if (settings.get("normalize_advantages", True) or "normalise" not in options)
+                and not differences(dict(ddof=0, **options))[0]]
+    lead = (f"the update found is PPO's with {readings[0]}. " if len(readings) == 1 else
+            f"the update found is PPO's with any one of these: {'; '.join(readings)}. " if readings else "")
+    raise AssertionError(f"{lead}{shown}{UPDATE_CLAUSES[key]} (settings {settings}, {size} samples)")
+
+
+def test_a_tiny_advantage_spread_is_standardised_with_its_sign(impl):
+    # Advantages of order 1e-9: their std is below the 1e-8 that keeps the division finite, and (A - mean) / (std +
+    # 1e-8) still points the policy the advantages' way.
+    compare_with_replica(impl, 11, 12, dict(UPDATE, epochs=1, minibatch_size=6, value_coefficient=0.0), scale=1e-9)
+
+
+def test_the_generator_alone_fixes_the_update(impl):
+    results = []
+    for global_seed in (0, 1):
+        torch.manual_seed(global_seed)
+        actor, critic, batch = off_policy_batch(9, 20)
+        optimizer = SGD([*actor.parameters(), *critic.parameters()], lr=0.05)
+        impl.ppo_update(actor, critic, optimizer, batch, generator=torch.Generator().manual_seed(9), **UPDATE)
+        results.append(torch.cat([p.detach().reshape(-1) for p in (*actor.parameters(), *critic.parameters())]))
+    assert torch.equal(*results), (
+        "two updates from the same networks, batch and generator seed ended in different networks after the global "
+        "torch seed changed: every shuffle draws from `generator`, the torch.Generator ppo_update is given")
 
 
 # ---- the loop --------------------------------------------------------------------------------------------------
@@ -407,3 +795,12 @@ def test_the_smoke_profile_solves_cartpole(impl, seed):
         "the smoke profile did not solve CartPole and hold it (final greedy evaluation >= 475 and every "
         f"evaluation in the last fifth >= 475) in any of three runs (the seed and two retries): "
         f"{verdict.explanation()}")
+
+
+# ---- clauses no test holds, and why ----
+# ppo_update "from minibatch_indices": any uniform per-epoch permutation of the batch is as valid; what is held is
+#   its effect (every sample once per epoch, a fresh order each epoch, the generator alone fixing it).
+# ppo_update "Raises ... a malformed batch or an out-of-range hyperparameter": the checks are the shared contract
+#   (kata/concepts/contracts/ppo_cartpole.py) that the stub keeps; two of them are held as examples.
+# train_ppo, profile_config, aggregate_training_runs: the frame's (kata/rl/ppo.py); train_ppo is held by the seed
+#   and smoke tests, through the concept's functions it hands to the frame.

@@ -30,11 +30,10 @@ from kata.rl.sequence_task import (
 )
 from kata.testing.training import sequence_smoke_verdict
 from tests.assertions import assert_differentiable, plain, which_reading
-from kata.testing.strategies import prompt_major_rewards, sampling_cases, sequence_batches
+from kata.testing.loop_strategies import iteration_settings, loss_cases, token_id_pairs
+from kata.testing.strategies import IGNORED_VALUES, float_dtypes, prompt_major_rewards, sampling_cases, sequence_batches
 
 pytestmark = pytest.mark.rloo_loop
-
-
 
 
 # ---- helpers ---------------------------------------------------------------------------------------------------
@@ -118,7 +117,7 @@ def eos_columns(batch: dict) -> np.ndarray:
 
 def loss_misconceptions(actual: float, logits: torch.Tensor, batch: dict, old: torch.Tensor,
                         advantages: torch.Tensor, reduction: str, clip_epsilon: float) -> str:
-    """Which common misunderstanding gives ``actual`` on this batch, named when one or a few do (else "")."""
+    """The common misunderstanding that gives ``actual`` on this batch, when exactly one does (else "")."""
     ids = torch.as_tensor(batch["input_ids"])
     mask = expected_mask(batch)
     new = label_log_probs(logits, ids).detach()
@@ -150,12 +149,11 @@ def loss_misconceptions(actual: float, logits: torch.Tensor, batch: dict, old: t
         if not np.isclose(value, expected, rtol=1e-9, atol=1e-12) and np.isclose(actual, value, rtol=1e-9,
                                                                                   atol=1e-12):
             matches.append(why)
-    if not matches:
+    # Named only when one reading alone gives the value found: on a small batch several may coincide, and naming them
+    # all would blame mistakes the code may not have.
+    if len(matches) != 1:
         return ""
-    if len(matches) == 1:
-        return f"; the loss, {plain(actual)}, is the value when {matches[0]}"
-    return (f"; the loss, {plain(actual)}, is the value of each of these mistakes on this batch: "
-            + "; or ".join(matches))
+    return f"; the loss, {plain(actual)}, is the value when {matches[0]}"
 
 
 def what_position_predicts(batch: dict, row: int, position: int) -> str:
@@ -290,6 +288,68 @@ def test_sampling_is_reproducible_with_a_seeded_generator(impl):
     np.testing.assert_array_equal(first, third, err_msg="the global RNG must not matter when a generator is given")
 
 
+@given(seed=st.integers(0, 2**16), ids=token_id_pairs(), max_new_tokens=st.integers(1, 6),
+       deterministic=st.booleans())
+def test_the_given_eos_ends_a_response_and_the_given_pad_fills_the_row(impl, seed, ids, max_new_tokens,
+                                                                       deterministic):
+    eos, pad = ids
+    model = TablePolicy(seed, eos_bias=1.0)
+    prompts = random_prompts(seed, 6, 2)
+    rows = impl.sample_responses(model, prompts, max_new_tokens, eos_token_id=eos, pad_token_id=pad,
+                                 deterministic=deterministic, generator=torch.Generator().manual_seed(seed))
+    rows = np.asarray(rows)
+    assert rows.dtype == np.int64, f"the rows are int64 token ids; got {rows.dtype}"
+    for prompt, row in zip(prompts, rows):
+        response = row[len(prompt):].tolist()
+        if deterministic:
+            expected = list(prompt)
+            while len(expected) < len(prompt) + max_new_tokens:
+                done = eos in expected[len(prompt):]
+                expected.append(pad if done else int(model.table[len(expected) - 1, expected[-1]].argmax()))
+            assert row.tolist() == expected, (
+                f"greedy decoding with eos_token_id={eos} and pad_token_id={pad} gave {row.tolist()}, expected "
+                f"{expected}: the response ends at the first eos_token_id and every later position is pad_token_id, "
+                f"whatever the default ids are (EOS {EOS_ID}, PAD {PAD_ID})")
+            continue
+        end = response.index(eos) + 1 if eos in response else len(response)
+        assert all(token == pad for token in response[end:]), (
+            f"response {response} with eos_token_id={eos}, pad_token_id={pad}: every position after the first "
+            f"eos_token_id is pad_token_id (the ids passed, not the defaults EOS {EOS_ID}, PAD {PAD_ID})")
+        assert pad == eos or pad not in response[:end], (
+            f"response {response} with eos_token_id={eos}, pad_token_id={pad}: padding before the first "
+            f"eos_token_id; a response ends only at eos_token_id (token {EOS_ID}, the default EOS, is an ordinary "
+            "token here) or after max_new_tokens")
+
+
+@pytest.mark.parametrize("deterministic", [True, False], ids=["greedy", "sampled"])
+def test_rows_that_all_end_at_once_are_padded_int64(impl, deterministic):
+    model = TablePolicy(seed=1, eos_bias=60.0)  # EOS is all but certain at every step
+    prompts = random_prompts(1, 5, 2)
+    rows = impl.sample_responses(model, torch.as_tensor(prompts), 4, deterministic=deterministic,
+                                 generator=torch.Generator().manual_seed(1))
+    assert rows.dtype == torch.int64, (
+        f"every row ended at its first token, and the rows came back {rows.dtype}: int64 token ids, padding included")
+    expected = np.concatenate([prompts, np.full((5, 1), EOS_ID), np.full((5, 3), PAD_ID)], axis=1)
+    assert rows.tolist() == expected.tolist(), (
+        f"rows {rows.tolist()}: every row sampled EOS first, so the rest of each row is PAD")
+
+
+def test_without_a_generator_every_draw_comes_from_torchs_global_one(impl):
+    model = TablePolicy(seed=3)
+    prompts = random_prompts(3, 16, 2)
+    draws = []
+    for global_seed in (5, 5, 6):
+        torch.manual_seed(global_seed)
+        draws.append(np.asarray(impl.sample_responses(model, prompts, 4)))
+    np.testing.assert_array_equal(draws[0], draws[1], err_msg=(
+        "with generator=None, two calls after torch.manual_seed(5) sampled different rows: every draw comes from "
+        "torch's global generator"))
+    assert not np.array_equal(draws[0], draws[2]), (
+        "with generator=None, torch.manual_seed(5) and torch.manual_seed(6) gave the same 16 rows of 4 tokens: the "
+        "draws ignore torch's global generator (a generator of one's own, seeded the same way each call, gives "
+        "this)")
+
+
 def test_sampling_rejects_bad_input(impl):
     model = TablePolicy(seed=0)
     impl.sample_responses(model, random_prompts(0, 2, 2), 3)  # valid input works first
@@ -363,6 +423,23 @@ def test_one_prompts_rewards_never_change_another_prompts_advantages(impl, case,
                                "groups mix prompts")
 
 
+@given(case=prompt_major_rewards(), dtype=float_dtypes, as_tensor=st.booleans())
+def test_grouped_advantages_keep_the_rewards_kind_and_floating_dtype(impl, case, dtype, as_tensor):
+    rewards, group_size = case
+    given_rewards = torch.from_numpy(rewards.astype(dtype)) if as_tensor else rewards.astype(dtype)
+    advantages = impl.group_rloo_advantages(given_rewards, group_size)
+    assert isinstance(advantages, torch.Tensor if as_tensor else np.ndarray), (
+        f"{'tensor' if as_tensor else 'NumPy'} rewards gave {type(advantages).__name__} advantages: the same kind")
+    found = advantages.detach().numpy().dtype if as_tensor else np.asarray(advantages).dtype
+    assert found == np.dtype(dtype), (
+        f"{np.dtype(dtype).name} rewards gave {found} advantages: the rewards' floating dtype")
+    tolerance = 1e-5 if dtype == np.float32 else 1e-10
+    np.testing.assert_allclose(np.asarray(advantages, dtype=np.float64),
+                               leave_one_out(rewards.astype(dtype).astype(np.float64), group_size),
+                               rtol=tolerance, atol=tolerance * 10,
+                               err_msg="A_i = r_i - mean of the OTHER G - 1 rewards of its prompt")
+
+
 def test_grouped_advantages_keep_the_array_kind_and_reject_bad_input(impl):
     rewards = np.array([0.0, 1.0, 1.0, 1.0, 0.0, 0.0])
     np.testing.assert_allclose(impl.group_rloo_advantages(rewards, 3), [-1.0, 0.5, 0.5, 1.0, -0.5, -0.5],
@@ -422,6 +499,12 @@ def test_logits_outside_the_response_change_neither_the_loss_nor_its_gradient(im
         )
     changed_loss, changed_gradient = loss_and_gradient(impl, changed_logits, batch, changed_old, advantages,
                                                        reduction)
+    if not np.isfinite(float(changed_loss)):
+        raise AssertionError(
+            f"the loss became {plain(changed_loss)} (from {plain(loss)}) when old_log_probs outside the response "
+            "became -1e4 and logits there changed: values outside the response must never reach the loss; select "
+            "the response positions (torch.where) before exp, since multiplying by the mask afterwards gives "
+            "0 * inf = NaN" + f" (rows {batch['input_ids'].tolist()}, prompt lengths {plain(batch['prompt_lengths'])})")
     if not np.isclose(float(changed_loss), float(loss), rtol=1e-12, atol=1e-12):
         raise AssertionError(
             f"the loss changed from {plain(loss)} to {plain(changed_loss)} when only the logits of positions that "
@@ -510,6 +593,19 @@ def test_the_clip_binds_on_the_ratio(impl):
     assert torch.all(gradient[1, 1:3].abs().sum(dim=-1) > 0), "where it does not bind the gradient flows"
 
 
+def test_the_default_reduction_is_the_token_mean(impl):
+    batch = dict(input_ids=np.array([[BOS_ID, 3, 6, EOS_ID, PAD_ID], [BOS_ID, 4, 7, 8, EOS_ID]]),
+                 prompt_lengths=np.array([2, 2]))
+    logits = torch.randn(2, 5, VOCAB_SIZE, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
+    old = label_log_probs(logits, torch.as_tensor(batch["input_ids"])) - 0.1
+    arguments = (logits, torch.as_tensor(batch["input_ids"]), torch.as_tensor(batch["prompt_lengths"]), old,
+                 torch.tensor([1.0, -2.0], dtype=torch.float64), 0.2)
+    default, token_mean = impl.sequence_policy_loss(*arguments), impl.sequence_policy_loss(*arguments, "token_mean")
+    assert float(default) == float(token_mean), (
+        f"without a reduction the loss is {plain(default)}, with reduction='token_mean' {plain(token_mean)}: the "
+        "default reduction is token_mean")
+
+
 def test_the_loss_rejects_bad_input(impl):
     batch = dict(input_ids=np.array([[BOS_ID, 3, 6, EOS_ID]]), prompt_lengths=np.array([2]),
                  response_lengths=np.array([2]))
@@ -523,6 +619,94 @@ def test_the_loss_rejects_bad_input(impl):
         impl.sequence_policy_loss(logits, ids, lengths, old, torch.ones(2), 0.2)
     with pytest.raises(ValueError, match="reduction"):
         impl.sequence_policy_loss(logits, ids, lengths, old, torch.ones(1), 0.2, "mean")
+
+
+def response_columns(ids: np.ndarray, prompt_lengths: np.ndarray, eos: int, pad: int) -> np.ndarray:
+    """The response's label columns, EOS included, from the row layout alone: tokens from the prompt's end to the
+    first ``eos`` at or after it, or to the last token that is not ``pad`` when there is no such ``eos``."""
+    rows, width = ids.shape
+    mask = np.zeros((rows, width - 1))
+    for i, prompt in enumerate(prompt_lengths):
+        tail = ids[i, prompt:].tolist()
+        if eos in tail:
+            end = prompt + tail.index(eos) + 1
+        else:
+            kept = [j for j, token in enumerate(tail) if token != pad]
+            end = prompt + (kept[-1] + 1 if kept else 0)
+        mask[i, prompt - 1:end - 1] = 1.0
+    return mask
+
+
+def reduced_objective(new: torch.Tensor, old: torch.Tensor, advantages: torch.Tensor, mask: torch.Tensor,
+                      reduction: str, clip_epsilon: float) -> torch.Tensor:
+    """The masked clipped surrogate reduced as ``reduction`` says, by its formula, differentiable in ``new``."""
+    response = mask.bool()
+    log_ratio = torch.where(response, new - old, torch.zeros_like(new))
+    ratio = torch.exp(log_ratio)
+    advantage = advantages[:, None].to(new.dtype)
+    surrogate = torch.minimum(ratio * advantage, ratio.clamp(1 - clip_epsilon, 1 + clip_epsilon) * advantage)
+    row_sums = torch.where(response, surrogate, torch.zeros_like(surrogate)).sum(dim=1)
+    lengths = mask.sum(dim=1).to(new.dtype)
+    if reduction == "token_mean":
+        return row_sums.sum() / lengths.sum().clamp(min=1.0)
+    if reduction == "sequence_mean":
+        return (row_sums / lengths.clamp(min=1.0)).mean()
+    return row_sums.mean()
+
+
+@given(case=loss_cases())
+def test_the_loss_is_minus_the_clipped_objective_for_every_argument_it_is_given(impl, case):
+    batch, dtype = case["batch"], case["dtype"]
+    eos, pad = batch["eos_token_id"], batch["pad_token_id"]
+    ids = batch["input_ids"]
+    rows, width = ids.shape
+    random = np.random.default_rng(case["seed"])
+    logits = torch.tensor(random.uniform(-3.0, 3.0, (rows, width, VOCAB_SIZE)), dtype=torch.float64)
+    current = label_log_probs(logits, torch.as_tensor(ids)).numpy()
+    mask = response_columns(ids, batch["prompt_lengths"], eos, pad)
+    ignored = random.choice(np.array(IGNORED_VALUES), size=mask.shape)
+    old = np.where(mask == 1, current + random.uniform(-1.0, 1.0, mask.shape), ignored)
+    advantages = random.uniform(-2.0, 2.0, rows)
+    arguments = dict(input_ids=ids, prompt_lengths=batch["prompt_lengths"], old_log_probs=old, advantages=advantages)
+    given_arguments = {name: torch.from_numpy(value.copy()) if case["tensors"][name] else value.copy()
+                       for name, value in arguments.items()}
+    scores = logits.to(torch.float32 if dtype == np.float32 else torch.float64).requires_grad_(True)
+    data = {name: given_arguments[name] for name in ("old_log_probs", "advantages")}
+    for value in data.values():
+        if isinstance(value, torch.Tensor):
+            value.requires_grad_(True)
+    loss = impl.sequence_policy_loss(scores, given_arguments["input_ids"], given_arguments["prompt_lengths"],
+                                     data["old_log_probs"], data["advantages"], case["clip_epsilon"],
+                                     case["reduction"], pad_token_id=pad, eos_token_id=eos)
+    where = (f" (rows {ids.tolist()}, prompt lengths {plain(batch['prompt_lengths'])}, eos_token_id={eos}, "
+             f"pad_token_id={pad}, {case['reduction']}, clip_epsilon={plain(case['clip_epsilon'])}, logits "
+             f"{np.dtype(dtype)}, tensors: {[name for name, tensor in case['tensors'].items() if tensor] or 'none'}; "
+             f"the response's label columns: {[np.flatnonzero(row).tolist() for row in mask]})")
+    assert isinstance(loss, torch.Tensor) and loss.ndim == 0, (
+        f"the loss is a 0-d tensor; got {type(loss).__name__} of shape {tuple(np.shape(loss))}{where}")
+    assert_differentiable(loss, "the loss of tensor logits", "logits")
+    assert loss.dtype == scores.dtype, (
+        f"the loss is {loss.dtype} for {scores.dtype} logits: the loss is in the logits' dtype, whatever the dtype "
+        f"of old_log_probs and advantages{where}")
+    expected = -reduced_objective(torch.as_tensor(current), torch.as_tensor(np.where(mask == 1, old, 0.0)),
+                                  torch.as_tensor(advantages), torch.as_tensor(mask), case["reduction"],
+                                  case["clip_epsilon"])
+    tolerance = 1e-5 if dtype == np.float32 else 1e-10
+    if not np.isclose(float(loss.detach()), float(expected), rtol=tolerance, atol=tolerance):
+        raise AssertionError(
+            f"the loss is {plain(loss)}, expected {plain(expected)}: minus the {case['reduction']} of min(r A, "
+            f"clip(r, 1 - eps, 1 + eps) A) over the response tokens that eos_token_id and pad_token_id delimit, the "
+            "ending eos included, with the clip_epsilon and reduction given; old_log_probs outside the response "
+            f"(here inf, NaN or huge) never count{where}")
+    loss.backward()
+    assert torch.isfinite(scores.grad).all(), (
+        f"the gradient with respect to the logits holds NaN or inf although old_log_probs outside the response "
+        f"were the only non-finite values: they must never reach the loss or its gradient{where}")
+    for name, value in data.items():
+        if isinstance(value, torch.Tensor):
+            assert value.grad is None or not value.grad.any(), (
+                f"{name} received a gradient: it is data (the sampling policy's log-probs, the advantages), and "
+                f"only the logits are trained{where}")
 
 
 # ---- one iteration -----------------------------------------------------------------------------------------------
@@ -643,6 +827,67 @@ def test_the_iteration_reports_advantages_mask_and_frozen_log_probs(impl):
     assert not result.old_log_probs.requires_grad, "old log-probs are data: computed under torch.no_grad()"
 
 
+def replica_iteration(model, ids, mask, advantages, epochs, clip_epsilon, reduction, lr):
+    """RLOO advantages given, old log-probs frozen once, ``epochs`` plain SGD steps on minus the clipped objective
+    reduced as asked: the losses before each step."""
+    ids = torch.as_tensor(ids)
+    mask, advantages = torch.as_tensor(mask, dtype=torch.float32), torch.as_tensor(advantages, dtype=torch.float32)
+    with torch.no_grad():
+        old = label_log_probs(model(ids), ids)
+    losses = []
+    for _ in range(epochs):
+        loss = -reduced_objective(label_log_probs(model(ids), ids), old, advantages, mask, reduction, clip_epsilon)
+        model.zero_grad()
+        loss.backward()
+        with torch.no_grad():
+            for parameter in model.parameters():
+                parameter -= lr * parameter.grad
+        losses.append(float(loss.detach()))
+    return old, losses
+
+
+@given(case=iteration_settings())
+def test_the_iteration_forwards_every_argument(impl, case):
+    batch = case["batch"]
+    eos, pad = batch["eos_token_id"], batch["pad_token_id"]
+    ids, lengths = batch["input_ids"], batch["prompt_lengths"]
+    rewards = torch.from_numpy(case["rewards"].copy()) if case["rewards_as_tensor"] else case["rewards"].copy()
+    model = make_policy(seed=case["seed"], hidden_size=8)
+    reference = copy.deepcopy(model)
+    result = impl.rloo_iteration(model, PlainSGD(model.parameters(), 0.5), torch.as_tensor(ids),
+                                 torch.as_tensor(lengths), rewards, case["group_size"], case["ppo_epochs"],
+                                 case["clip_epsilon"], case["reduction"], pad_token_id=pad, eos_token_id=eos)
+    where = (f" (rows {ids.tolist()}, prompt lengths {plain(lengths)}, eos_token_id={eos}, pad_token_id={pad}, "
+             f"G = {case['group_size']}, {case['ppo_epochs']} epochs, {case['reduction']}, clip_epsilon="
+             f"{plain(case['clip_epsilon'])}, rewards {case['rewards'].dtype} "
+             f"{'tensor' if case['rewards_as_tensor'] else 'NumPy'})")
+    advantages = np.asarray(result.advantages)
+    assert isinstance(result.advantages, np.ndarray) and advantages.dtype == np.float64, (
+        f"advantages are reported as float64 NumPy whatever the rewards' kind and dtype; got "
+        f"{type(result.advantages).__name__} {advantages.dtype}{where}")
+    expected_advantages = leave_one_out(case["rewards"].astype(np.float64), case["group_size"])
+    np.testing.assert_allclose(advantages, expected_advantages, rtol=1e-6, atol=1e-6, err_msg=(
+        f"advantages must be RLOO within each prompt's group of group_size consecutive rows{where}"))
+    mask = response_columns(ids, lengths, eos, pad)
+    np.testing.assert_array_equal(np.asarray(result.response_mask), mask, err_msg=(
+        f"the response mask covers the response's label columns, from the prompt's end to the first eos_token_id "
+        f"(included), with the ids given{where}"))
+    old, losses = replica_iteration(reference, ids, mask, expected_advantages, case["ppo_epochs"],
+                                    case["clip_epsilon"], case["reduction"], lr=0.5)
+    np.testing.assert_allclose(
+        result.epoch_losses, losses, rtol=1e-4, atol=1e-6, err_msg=(
+            "the epochs' losses differ from PPO's with old log-probs frozen once before the first epoch, the "
+            f"clipped loss at the clip_epsilon given, the reduction given and one optimizer step per epoch{where}")
+        + which_reading(result.epoch_losses, losses, {
+            "the first epoch's loss at every epoch, as when the ratio is 1 at every epoch (old log-probs "
+            "recomputed with the current policy) or no step is taken": np.full(len(losses), losses[0])},
+            rtol=1e-4, atol=1e-6))
+    for (name, parameter), expected in zip(model.named_parameters(), reference.parameters()):
+        np.testing.assert_allclose(parameter.detach(), expected.detach(), rtol=1e-4, atol=1e-6, err_msg=(
+            f"{name} after the iteration differs from {case['ppo_epochs']} steps on minus the clipped objective "
+            f"with the clip_epsilon, reduction and token ids given{where}"))
+
+
 def test_the_iteration_rejects_bad_input(impl):
     model = make_policy(seed=0, hidden_size=8)
     run_iteration(impl, model, epochs=1)  # valid input works first
@@ -727,6 +972,26 @@ def test_evaluation_uses_the_packages_sampler(impl):
     )
 
 
+def test_evaluation_defaults_and_what_it_forwards(impl):
+    from kata.rl.sequence_task import MAX_NEW_TOKENS, NUM_PROMPTS, PROMPT_LENGTH
+
+    model = make_policy(seed=0, hidden_size=8)
+    default = np.asarray(impl.evaluate_sequence_policy(model)["input_ids"])
+    assert default.shape == (NUM_PROMPTS * 32, PROMPT_LENGTH + MAX_NEW_TOKENS), (
+        f"evaluate_sequence_policy(model) gave rows of shape {default.shape}: by default 32 samples per prompt, "
+        f"each {MAX_NEW_TOKENS} new tokens long")
+    explicit = np.asarray(impl.evaluate_sequence_policy(model, samples_per_prompt=32, deterministic=False, seed=0,
+                                                        max_new_tokens=MAX_NEW_TOKENS)["input_ids"])
+    np.testing.assert_array_equal(default, explicit, err_msg=(
+        "evaluate_sequence_policy(model) differs from the same call with samples_per_prompt=32, deterministic=False, "
+        "seed=0, max_new_tokens=MAX_NEW_TOKENS written out: those are its defaults"))
+    other = np.asarray(impl.evaluate_sequence_policy(model, seed=1)["input_ids"])
+    assert not np.array_equal(default, other), "seed=1 sampled the same rows as seed=0: the seed is passed on"
+    short = np.asarray(impl.evaluate_sequence_policy(model, max_new_tokens=2)["input_ids"])
+    assert short.shape[1] == PROMPT_LENGTH + 2, (
+        f"max_new_tokens=2 gave rows {short.shape[1]} tokens wide: the limit is passed on to the sampler")
+
+
 @pytest.mark.slow
 def test_the_smoke_profile_reaches_exact_response_success(impl):
     from kata.rl.rloo import sequence_profile_config
@@ -746,3 +1011,11 @@ def test_the_smoke_profile_reaches_exact_response_success(impl):
         "the smoke profile never reached sampled exact-response success 1.0 and held it, with greedy decoding "
         f"then answering every prompt exactly, in any of three runs (the seed and two retries): "
         f"{verdict.explanation()}")
+
+
+# ---- clauses no test holds, and why ----
+# sample_responses "No gradient is kept": the result is integer token ids, which carry no gradient whatever the
+#   code does; running the model under no_grad only saves memory.
+# rloo_iteration "optimizer: ... any torch.optim optimizer": the optimizer is the caller's; the tests step a plain
+#   SGD they can redo by hand, and the loop a torch one.
+# sequence_profile_config, decode_sequence: the frame's (kata/rl/rloo.py, kata/rl/sequence_task.py), re-exported.

@@ -8,7 +8,8 @@ A probe set (kata.catalogue.probes) pairs the cases drawn for one public functio
   with respect to every floating input;
 - for functions that draw random numbers, what does not depend on the random stream: ``minibatch_indices`` is
   observed as its minibatch sizes and whether the indices form a permutation; ``sample_responses`` greedily as the
-  tokens themselves and, when sampling, as whether every row is padded after its EOS;
+  tokens themselves and, when sampling, as whether every row is padded after its EOS (with the case's EOS and PAD
+  ids), or, without a generator, as whether torch's global seed fixes the rows;
 - for the update functions (``ppo_update``, ``rloo_iteration``), on small seeded networks and a plain SGD
   optimizer: the returned diagnostics and every parameter after the update. Private helpers (``_minibatch_loss``,
   ``_clipped_step``) are probed through the public function that calls them; one whole-batch minibatch per epoch
@@ -60,7 +61,7 @@ def agree(a: Observation, b: Observation, rtol: float, atol: float) -> bool:
         return (isinstance(a, tuple) and isinstance(b, tuple) and len(a) == len(b)
                 and all(agree(x, y, rtol, atol) for x, y in zip(a, b)))
     if isinstance(a, str) or isinstance(b, str):
-        return a == b
+        return isinstance(a, str) and isinstance(b, str) and a == b  # a string never equals an array
     a, b = np.asarray(a), np.asarray(b)
     if a.shape != b.shape:
         return False
@@ -145,16 +146,25 @@ def sampled_responses(function: Callable[..., Any], case: dict) -> Observation:
     symbols = rng.choice(PROMPT_TOKEN_IDS, size=(case["rows"], case["prompt_length"] - 1))
     prompts = np.concatenate([np.full((case["rows"], 1), BOS_ID), symbols], axis=1).astype(np.int64)
     model = EosLeaningPolicy(case["seed"], case["eos_bias"])
+    eos, pad = case.get("eos_token_id", EOS_ID), case.get("pad_token_id", PAD_ID)
+    if case.get("global_generator"):
+        # generator=None draws from torch's global generator: the same global seed gives the same rows, another
+        # seed other rows (16 sampled rows of several tokens never coincide in practice).
+        draws = []
+        for global_seed in (case["seed"], case["seed"], case["seed"] + 1):
+            torch.manual_seed(global_seed)
+            draws.append(np.asarray(torch.as_tensor(function(model, prompts, case["max_new_tokens"]))))
+        return np.array([np.array_equal(draws[0], draws[1]), not np.array_equal(draws[0], draws[2])])
     ids = function(model, prompts, case["max_new_tokens"], deterministic=case["deterministic"],
-                   generator=torch.Generator().manual_seed(case["seed"]))
+                   generator=torch.Generator().manual_seed(case["seed"]), eos_token_id=eos, pad_token_id=pad)
     ids = np.asarray(torch.as_tensor(ids))
     if case["deterministic"]:
         return ids
     responses = ids[:, prompts.shape[1]:]
     padded_after_eos = []
     for row in responses:
-        ends = np.flatnonzero(row == EOS_ID)
-        padded_after_eos.append(bool(ends.size == 0 or np.all(row[ends[0] + 1:] == PAD_ID)))
+        ends = np.flatnonzero(row == eos)
+        padded_after_eos.append(bool(ends.size == 0 or np.all(row[ends[0] + 1:] == pad)))
     return np.array(ids.shape), np.array([np.array_equal(ids[:, :prompts.shape[1]], prompts), all(padded_after_eos)])
 
 
@@ -182,9 +192,8 @@ def epoch_orders(visits: list[int], size: int, epochs: int) -> np.ndarray:
     return np.array([permutations, distinct])
 
 
-def updated_networks(function: Callable[..., Any], case: dict) -> Observation:
-    """ppo_update on seeded networks, one whole-batch minibatch per epoch: diagnostics and parameters after, and
-    what the epochs' orders of visiting the samples share with every valid shuffle (:func:`epoch_orders`)."""
+def _update_setup(case: dict) -> tuple:
+    """Seeded actor, critic, batch and SGD optimizer for an update probe."""
     from kata.rl.networks import Actor, Critic, action_log_probs
     from kata.rl.networks import SGD
     from kata.rl.ppo import RolloutBatch
@@ -201,6 +210,34 @@ def updated_networks(function: Callable[..., Any], case: dict) -> Observation:
     batch = RolloutBatch(observations, actions, old_log_probs, old_values, advantages,
                          old_values + advantages + torch.randn(size, generator=generator))
     optimizer = SGD([*actor.parameters(), *critic.parameters()], lr=0.5)
+    return actor, critic, batch, optimizer
+
+
+def updated_networks(function: Callable[..., Any], case: dict) -> Observation:
+    """ppo_update on seeded networks, one whole-batch minibatch per epoch: diagnostics and parameters after, and
+    what the epochs' orders of visiting the samples share with every valid shuffle (:func:`epoch_orders`).
+
+    Cases with a ``kind`` observe what every valid shuffle shares when minibatches are smaller: ``"one_sample"``
+    (minibatches of one sample, no value loss, no entropy bonus: each standardised advantage is 0, so whether the
+    actor moved and whether every parameter is finite) and ``"target_kl"`` (a threshold every epoch's mean exceeds:
+    the epochs completed and the minibatch steps taken)."""
+    actor, critic, batch, optimizer = _update_setup(case)
+    size = case["size"]
+    observations = batch.observations
+    if case.get("kind") == "one_sample":
+        before = [p.detach().clone() for p in actor.parameters()]
+        function(actor, critic, optimizer, batch, epochs=case["epochs"], minibatch_size=1, clip_epsilon=0.2,
+                 value_clip_epsilon=0.5, value_coefficient=0.0, entropy_coefficient=0.0, max_grad_norm=100.0,
+                 generator=torch.Generator().manual_seed(case["seed"]))
+        after = [p.detach() for p in (*actor.parameters(), *critic.parameters())]
+        return np.array([all(torch.equal(a, b) for a, b in zip(before, after)),
+                         all(bool(torch.isfinite(p).all()) for p in after)])
+    if case.get("kind") == "target_kl":
+        diagnostics = function(
+            actor, critic, optimizer, batch, epochs=case["epochs"], minibatch_size=4, clip_epsilon=0.2,
+            value_clip_epsilon=0.5, value_coefficient=0.5, entropy_coefficient=0.0, max_grad_norm=100.0,
+            target_kl=1e-9, generator=torch.Generator().manual_seed(case["seed"]))
+        return np.array([diagnostics["epochs_completed"], diagnostics["minibatch_steps"]])
     recorder = VisitRecorder(actor, observations)
     diagnostics = function(
         recorder, critic, optimizer, batch, epochs=case["epochs"], minibatch_size=size, clip_epsilon=0.2,
@@ -220,4 +257,5 @@ def iterated_policy(function: Callable[..., Any], case: dict) -> Observation:
     optimizer = SGD(list(model.parameters()), lr=1.0)
     result = function(model, optimizer, **case)
     parameters = torch.cat([p.detach().reshape(-1) for p in model.parameters()])
-    return as_observation(result), as_observation(parameters)
+    advantages_dtype = str(getattr(getattr(result, "advantages", None), "dtype", None))
+    return as_observation(result), as_observation(parameters), advantages_dtype

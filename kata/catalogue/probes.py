@@ -303,7 +303,65 @@ def _minibatch_cases() -> list[Any]:
 
 def _sampling_cases() -> list[Any]:
     drawn = draw(_strategies().sampling_cases, PROBES_PER_FUNCTION, "sampling_cases")
-    return [{**case, "deterministic": index % 2 == 0} for index, case in enumerate(drawn)]
+    cases = [{**case, "deterministic": index % 2 == 0} for index, case in enumerate(drawn)]
+    # Other EOS and PAD ids (an answer token as EOS; PAD a prompt token, or EOS itself), and no generator at all.
+    for index, (eos, pad) in enumerate(((6, 3), (7, 7), (9, 1), (8, 0))):
+        cases.append({**drawn[index], "rows": 6, "max_new_tokens": 5, "deterministic": index % 2 == 0,
+                      "eos_token_id": eos, "pad_token_id": pad})
+    cases += [{**drawn[index], "rows": 16, "max_new_tokens": 4, "deterministic": False, "global_generator": True}
+              for index in range(2)]
+    return cases
+
+
+def _update_cases() -> list[Any]:
+    drawn = _drawn("update_cases", count=UPDATE_PROBES)()
+    # Minibatches smaller than the batch, observed only through what every valid shuffle shares.
+    return drawn + [{**case, "kind": kind} for case in drawn[:3] for kind in ("one_sample", "target_kl")]
+
+
+def _relabelled_loss_cases() -> list[Any]:
+    """sequence_policy_loss with other EOS and PAD ids, and inf, NaN or huge old log-probs outside the response."""
+    from kata.rl.sequence_task import VOCAB_SIZE
+
+    from kata.testing import loop_strategies
+
+    strategies = _strategies()
+    cases = []
+    for index, case in enumerate(draw(loop_strategies.loss_cases(), 12, "loss_cases")):
+        batch, random = case["batch"], np.random.default_rng(index)
+        ids, lengths = batch["input_ids"], batch["prompt_lengths"]
+        rows, width = ids.shape
+        outside = np.ones((rows, width - 1), dtype=bool)
+        for i, prompt in enumerate(lengths):
+            tail = ids[i, prompt:].tolist()
+            eos, pad = batch["eos_token_id"], batch["pad_token_id"]
+            end = prompt + (tail.index(eos) + 1 if eos in tail else
+                            max([j + 1 for j, token in enumerate(tail) if token != pad], default=0))
+            outside[i, prompt - 1:end - 1] = False
+        old = np.where(outside, random.choice(np.array(strategies.IGNORED_VALUES), size=outside.shape),
+                       random.uniform(-3.0, 0.0, outside.shape))
+        cases.append(dict(logits=random.uniform(-3.0, 3.0, (rows, width, VOCAB_SIZE)), input_ids=ids,
+                          prompt_lengths=lengths, old_log_probs=old, advantages=random.uniform(-2.0, 2.0, rows),
+                          clip_epsilon=case["clip_epsilon"], reduction=case["reduction"],
+                          pad_token_id=batch["pad_token_id"], eos_token_id=batch["eos_token_id"]))
+    return cases
+
+
+def _relabelled_iteration_cases() -> list[Any]:
+    """rloo_iteration with other EOS and PAD ids and float32 or float64, NumPy or tensor rewards."""
+    import torch
+
+    from kata.testing import loop_strategies
+
+    cases = []
+    for case in draw(loop_strategies.iteration_settings(), 6, "iteration_settings"):
+        batch = case["batch"]
+        rewards = torch.from_numpy(case["rewards"]) if case["rewards_as_tensor"] else case["rewards"]
+        cases.append(dict(seed=case["seed"], input_ids=batch["input_ids"], prompt_lengths=batch["prompt_lengths"],
+                          rewards=rewards, group_size=case["group_size"], ppo_epochs=case["ppo_epochs"],
+                          clip_epsilon=case["clip_epsilon"], reduction=case["reduction"],
+                          pad_token_id=batch["pad_token_id"], eos_token_id=batch["eos_token_id"]))
+    return cases
 
 
 def _response_mask_cases() -> list[Any]:
@@ -382,7 +440,7 @@ PROBE_SETS: tuple[ProbeSet, ...] = (
     ProbeSet("gae_masks", "ppo_cartpole", _drawn("rollout_flags"), guarded(values)),
     ProbeSet("bootstrap_values", "ppo_cartpole", _drawn("bootstrap_cases"), guarded(values)),
     ProbeSet("minibatch_indices", "ppo_cartpole", _minibatch_cases, guarded(minibatch_partition)),
-    ProbeSet("ppo_update", "ppo_cartpole", _drawn("update_cases", count=UPDATE_PROBES), guarded(updated_networks),
+    ProbeSet("ppo_update", "ppo_cartpole", _update_cases, guarded(updated_networks),
              **_TRAINING_TOLERANCE),
     # 6. response_masks
     ProbeSet("response_token_mask", "response_masks", _response_mask_cases, guarded(_with_kinds(values))),
@@ -396,8 +454,11 @@ PROBE_SETS: tuple[ProbeSet, ...] = (
     # 8. rloo_loop
     ProbeSet("sample_responses", "rloo_loop", _sampling_cases, guarded(sampled_responses)),
     ProbeSet("group_rloo_advantages", "rloo_loop", _group_rloo_cases, guarded(values)),
-    ProbeSet("sequence_policy_loss", "rloo_loop", _drawn("sequence_loss_cases"), guarded(values)),
-    ProbeSet("rloo_iteration", "rloo_loop", _drawn("iteration_cases", count=UPDATE_PROBES), guarded(iterated_policy),
+    ProbeSet("sequence_policy_loss", "rloo_loop", _drawn("sequence_loss_cases", extra=_relabelled_loss_cases),
+             guarded(values)),
+    ProbeSet("rloo_iteration", "rloo_loop",
+             _drawn("iteration_cases", count=UPDATE_PROBES, extra=_relabelled_iteration_cases),
+             guarded(iterated_policy),
              **_TRAINING_TOLERANCE),
 )
 

@@ -6,6 +6,7 @@
     record.py      the record of a student's last results per concept, and the fingerprint of what they depend on
     limits.py      how long one test may run, the same for `kata check` and `kata grade`
     plain_asserts.py  the concept test modules left unrewritten by pytest: a failure reads as its message alone
-    strategies.py  every Hypothesis strategy the concept tests (and the diagnosis's probes) draw from
+    strategies.py  the Hypothesis strategies the concept tests (and the diagnosis's probes) draw from
+    loop_strategies.py  those of the two loops' clause tests (ppo_update step by step, the RLOO loop with other ids)
     training.py    the verdicts of the two training tests, and the one definition of "solved"
 """

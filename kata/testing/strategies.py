@@ -1,4 +1,5 @@
-"""Every Hypothesis strategy the tests use, in one place, each bounded in size and magnitude.
+"""The Hypothesis strategies the tests use, each bounded in size and magnitude (the loops' clause tests draw more
+from kata.testing.loop_strategies).
 
 Sections follow the manifest's order. Bounds are part of the contract a test checks: magnitudes stay where float64
 arithmetic is exact enough for the tolerances the tests state.
@@ -269,14 +270,20 @@ def rollout_flags(draw, max_steps: int = 8, max_envs: int = 3) -> dict:
 @st.composite
 def bootstrap_cases(draw, max_steps: int = 8, max_envs: int = 3) -> dict:
     """Keyword arguments for bootstrap_values: values and final values in [-100, 100] of the flags' shape,
-    last values of the shape without its time axis."""
+    last values of the shape without its time axis. Where no episode ended, ``final_values`` is "any value": it
+    holds one of IGNORED_VALUES (inf and NaN included) half of the time."""
     flags = draw(rollout_flags(max_steps, max_envs))
     shape = flags["terminated"].shape
-    return dict(values=draw(float_arrays(shape)), final_values=draw(float_arrays(shape)),
+    final_values = draw(float_arrays(shape))
+    if draw(st.booleans()):
+        ignored = draw(hnp.arrays(np.float64, shape, elements=st.sampled_from(IGNORED_VALUES)))
+        final_values = np.where(flags["terminated"] | flags["truncated"], final_values, ignored)
+    return dict(values=draw(float_arrays(shape)), final_values=final_values,
                 last_values=draw(float_arrays(shape[1:])), **flags)
 
 
 minibatch_layouts = st.tuples(st.integers(1, 70), st.integers(1, 80), st.integers(0, 2**31 - 1))  # batch, mb, seed
+
 
 cartpole_states = hnp.arrays(  # inside the termination bounds, velocities as large as a falling pole reaches
     np.float64, 4, elements=floats(-1.0, 1.0)
