@@ -1,26 +1,25 @@
 """The probe inputs `kata diagnose` runs each public function on, and what it observes of each call.
 
 A probe set belongs to one public function: cases drawn once, with a fixed seed, from the strategies the tests use
-(kata/testing/strategies.py), plus boundary cases where catalogued mistakes part from the reference (huge logits,
-extreme values at masked positions, log-ratios whose running product overflows). ``observe(function, case)``, one of the
-observers of kata.catalogue.observations wrapped by its ``guarded``, calls the function on a fresh copy of the case and
-returns what can be compared across implementations: values, gradients where a mistake is about them, and for the
-functions that draw random numbers or update networks only what does not depend on the random stream (that module's
-docstring says what exactly).
+(kata/testing/, drawn by kata.catalogue.drawing), plus boundary cases where catalogued mistakes part from the
+reference (huge logits, extreme values at masked positions, log-ratios whose running product overflows).
+``observe(function, case)``, one of the observers of kata.catalogue.observations wrapped by its ``guarded``, calls
+the function on a fresh copy of the case and returns what can be compared across implementations: values, gradients
+where a mistake is about them, and for the functions that draw random numbers or update networks only what does not
+depend on the random stream (that module's docstring says what exactly).
 
 Functions that train an agent, or that the frame provides, have no probes (``UNPROBED`` says why).
 """
 
 from __future__ import annotations
 
-import contextlib
-import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
+from kata.catalogue.drawing import PROBES_PER_FUNCTION, draw, drawn as _drawn, strategies as _strategies
 from kata.catalogue.observations import (
     Observation,
     guarded,
@@ -32,9 +31,7 @@ from kata.catalogue.observations import (
     with_gradients,
 )
 
-PROBES_PER_FUNCTION = 24
 UPDATE_PROBES = 8  # ppo_update and rloo_iteration train small networks: fewer, dearer probes
-STRATEGY_SEED = 20261202
 
 
 @dataclass(frozen=True)
@@ -59,70 +56,6 @@ def _cached_cases(function: str, draw_cases: Callable[[], list[Any]]) -> list[An
     if function not in _CASES:
         _CASES[function] = draw_cases()
     return _CASES[function]
-
-
-# ---- drawing cases -----------------------------------------------------------------------------------------------
-
-
-def _strategies():
-    from kata.testing import strategies
-
-    return strategies
-
-
-@contextlib.contextmanager
-def _only_global_constants():
-    """Hypothesis (6.13x on) also draws constants it finds in the local modules imported so far, so the same seed
-    would give other examples after a submission's modules are imported. Probes must not depend on that: while
-    drawing, the local constants are empty."""
-    try:
-        from hypothesis.internal.conjecture import providers
-        local, cache = providers._get_local_constants, providers.CONSTANTS_CACHE
-        empty = type(providers.GLOBAL_CONSTANTS)()
-    except (ImportError, AttributeError):  # an older Hypothesis: no local constants
-        yield
-        return
-    cache.cache.clear()
-    providers._get_local_constants = lambda: empty
-    try:
-        yield
-    finally:
-        providers._get_local_constants = local
-        cache.cache.clear()
-
-
-def draw(strategy, count: int, name: str) -> list[Any]:
-    """``count`` examples of ``strategy``, the same ones on every run: Hypothesis seeded by ``name``."""
-    from hypothesis import HealthCheck, Phase, given, seed, settings
-
-    examples: list[Any] = []
-
-    @seed(STRATEGY_SEED + zlib.crc32(name.encode()))
-    @settings(max_examples=count, database=None, deadline=None, phases=[Phase.generate], derandomize=False,
-              suppress_health_check=list(HealthCheck))
-    @given(strategy)
-    def collect(example):
-        examples.append(example)
-
-    with _only_global_constants():
-        collect()
-    return examples
-
-
-def _drawn(strategy_name: str, *, count: int = PROBES_PER_FUNCTION, extra: Callable[[], list[Any]] | None = None,
-           arguments: tuple = (), build: Callable[[Any], Any] | None = None) -> Callable[[], list[Any]]:
-    """Cases from ``kata.testing.strategies.<strategy_name>(*arguments)`` (or the strategy itself), then ``extra()``."""
-
-    def cases() -> list[Any]:
-        strategy = getattr(_strategies(), strategy_name)
-        if arguments or callable(strategy) and not hasattr(strategy, "example"):
-            strategy = strategy(*arguments)
-        drawn = draw(strategy, count, strategy_name + repr(arguments))
-        if build is not None:
-            drawn = [build(case) for case in drawn]
-        return drawn + (extra() if extra else [])
-
-    return cases
 
 
 # ---- boundary cases ----------------------------------------------------------------------------------------------

@@ -8,5 +8,6 @@
     plain_asserts.py  the concept test modules left unrewritten by pytest: a failure reads as its message alone
     strategies.py  the Hypothesis strategies the concept tests (and the diagnosis's probes) draw from
     loop_strategies.py  those of the two loops' clause tests (ppo_update step by step, the RLOO loop with other ids)
+    probe_strategies.py  those only the diagnosis's probes draw (functions whose tests build inputs inline)
     training.py    the verdicts of the two training tests, and the one definition of "solved"
 """
