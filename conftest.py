@@ -34,7 +34,7 @@ _PHASES = (Phase.explicit, Phase.reuse, Phase.generate, Phase.target, Phase.shri
 _COMMON = dict(
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.differing_executors], print_blob=False, phases=_PHASES
 )
-settings.register_profile("dev", max_examples=25, deadline=None, **_COMMON)
+settings.register_profile("dev", max_examples=10, deadline=None, **_COMMON)
 settings.register_profile("ci", max_examples=40, deadline=None, derandomize=True, database=None, **_COMMON)
 settings.register_profile(
     "thorough", max_examples=400, deadline=None, database=None, verbosity=Verbosity.normal, **_COMMON
