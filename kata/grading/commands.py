@@ -16,9 +16,9 @@ from kata.concepts.manifest import CONCEPTS
 
 
 def cmd_grade(args: argparse.Namespace) -> int:
-    if os.name == "nt":  # process groups, killpg and resource limits: what confines a submission's run
-        print("kata grade: grading needs Linux or macOS (it confines each run with POSIX process groups and resource "
-              "limits); grade on one of those, or with the Gradescope autograder", file=sys.stderr)
+    if not sys.platform.startswith("linux"):  # what confines a submission's run: /proc, prctl, rlimits, bubblewrap
+        print("kata grade: grading runs on Linux only (it confines each run with /proc, prctl, resource limits and "
+              "bubblewrap); grade on Linux, or with the Gradescope autograder", file=sys.stderr)
         return 2
     from kata.grading import batch, grader, results
 
