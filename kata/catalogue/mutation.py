@@ -194,6 +194,9 @@ def check(concept_names: list[str], root: Path = REPOSITORY_ROOT) -> list[str]:
         if record.fingerprint != fingerprint(name, root):
             problems.append(f"{name}: {', '.join(fingerprint_files(name, root))} changed since {where} was "
                             f"written ({record.date}); {rerun}")
+        if dumps(record) != record_path(name, root, part).read_text(encoding="utf-8"):
+            problems.append(f"{name}: {where}'s counts are not those of its survivors (a reason written by hand "
+                            f"changes `equivalent` and `score`): run `{COMMAND} --report`")
         if record.unexplained:
             names = ", ".join(s.name.rpartition(".")[2] for s in record.unexplained)
             problems.append(f"{name}: {len(record.unexplained)} survivor(s) without an `equivalent` reason in "
@@ -343,7 +346,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="run nothing: fail unless every record is current and every survivor has a reason")
     parser.add_argument("--checks", action="store_true",
                         help="mutate the concepts' argument checks (kata/concepts/contracts/) instead of solutions/")
-    parser.add_argument("--report", action="store_true", help=f"only rewrite {REPORT}'s table from the records")
+    parser.add_argument("--report", action="store_true",
+                        help=f"only rewrite {REPORT}'s table and each record's counts from the records' survivors")
     parser.add_argument("--jobs", type=int, default=2, help="mutants tested at once (default 2)")
     parser.add_argument("--keep", action="store_true", help="keep the scratch copy, for mutmut browse/show")
     args = parser.parse_args(argv)
@@ -355,7 +359,12 @@ def main(argv: list[str] | None = None) -> int:
         print("mutation records: " + (f"{len(problems)} problem(s)" if problems else "every record is current"))
         return 1 if problems else 0
     part = "checks" if args.checks else "reference"
-    if not args.report:
+    if args.report:  # a reason written by hand changes a record's `equivalent` and `score`: keep them true
+        for name, recorded in [(n, part) for n in names for part in MUTATED]:
+            record = load(name, part=recorded)
+            if record is not None:
+                record_path(name, part=recorded).write_text(dumps(record), encoding="utf-8")
+    else:
         for name in names:
             try:
                 record = measure(name, args.jobs, keep=args.keep, part=part)

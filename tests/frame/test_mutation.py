@@ -110,3 +110,15 @@ def test_a_record_of_the_argument_checks_is_checked_where_there_is_one(repositor
     problems = mutation.check([CONCEPT], repository)
     assert len(problems) == 1 and "--checks gae" in problems[0] and f"{CONCEPT}.checks.toml" in problems[0], (
         f"an unexplained survivor of the checks fails --check, naming the command that re-runs them: {problems}")
+
+
+def test_a_reason_written_by_hand_leaves_the_record_stale_until_report_rewrites_its_counts(repository):
+    write(repository, record(repository, [survivor(1)]))
+    path = mutation.record_path(CONCEPT, repository)
+    path.write_text(path.read_text().replace('equivalent = ""', 'equivalent = "the cast is the identity"'))
+    problems = mutation.check([CONCEPT], repository)
+    assert any("counts are not those of its survivors" in p and "--report" in p for p in problems), (
+        f"a record whose `equivalent` and `score` lag its reasons is a problem naming --report: {problems}")
+    rewritten = mutation.dumps(mutation.load(CONCEPT, repository))
+    assert "equivalent = 1" in rewritten and "score = 1.0000" in rewritten, (
+        f"rewritten, the record counts the reason: {rewritten}")
