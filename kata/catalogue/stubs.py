@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import argparse
 import difflib
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -43,6 +43,17 @@ from kata.concepts.sources import stub_functions
 BEGIN_SOLUTION, END_SOLUTION = "# BEGIN SOLUTION", "# END SOLUTION"
 BEGIN_STUB, END_STUB = "# BEGIN STUB", "# END STUB"
 _OPENS = {BEGIN_SOLUTION: END_SOLUTION, BEGIN_STUB: END_STUB}
+
+
+def answer_marked_lines(solution: str) -> Iterator[tuple[bool, str]]:
+    """Each line of ``solution`` but the solution markers themselves, with whether it stands inside a
+    ``# BEGIN SOLUTION`` block: the answer a stub leaves out, which nothing a student reads may print."""
+    inside = False
+    for line in solution.splitlines():
+        if line.strip() in (BEGIN_SOLUTION, END_SOLUTION):
+            inside = line.strip() == BEGIN_SOLUTION
+            continue
+        yield inside, line
 
 
 class StubMarkupError(ValueError):

@@ -15,7 +15,6 @@ from pathlib import Path
 import pytest
 
 from kata.catalogue import stubs
-from kata.catalogue.stubs import BEGIN_SOLUTION, END_SOLUTION
 from kata.concepts.impl import REPOSITORY_ROOT as ROOT
 from kata.concepts.manifest import CONCEPTS
 from kata.grading import release
@@ -51,12 +50,8 @@ def solution_lines(repository: Path = ROOT) -> dict[tuple[str, ...], str]:
     inside: dict[tuple[str, ...], str] = {}
     outside: set[tuple[str, ...]] = set()
     for path in sorted((repository / "solutions").glob("*.py")):
-        block = False
-        for line in path.read_text().splitlines():
+        for block, line in stubs.answer_marked_lines(path.read_text()):
             stripped = line.strip()
-            if stripped in (BEGIN_SOLUTION, END_SOLUTION):
-                block = stripped == BEGIN_SOLUTION
-                continue
             if stripped.startswith("#"):
                 continue
             for fragment in fragments(line):

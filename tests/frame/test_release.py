@@ -14,7 +14,6 @@ from pathlib import Path
 import pytest
 
 from kata.catalogue import stubs
-from kata.catalogue.stubs import BEGIN_SOLUTION, END_SOLUTION
 from kata.concepts.impl import REPOSITORY_ROOT as ROOT
 from kata.concepts.manifest import CONCEPTS
 from kata.grading import release
@@ -27,13 +26,8 @@ def answer_lines(repository: Path = ROOT) -> set[str]:
     (a bare ``)`` or ``else:`` is in kata/ anyway, and says nothing of an answer)."""
     inside, outside = set(), set()
     for path in sorted((repository / "solutions").glob("*.py")):
-        block = False
-        for line in path.read_text().splitlines():
-            stripped = line.strip()
-            if stripped in (BEGIN_SOLUTION, END_SOLUTION):
-                block = stripped == BEGIN_SOLUTION
-                continue
-            (inside if block else outside).add(stripped)
+        for block, line in stubs.answer_marked_lines(path.read_text()):
+            (inside if block else outside).add(line.strip())
     for path in [*(repository / "kata").rglob("*.py"), *(repository / "tests").glob("*.py")]:
         outside.update(line.strip() for line in path.read_text().splitlines())
     for stub in stubs.plan(CONCEPTS, repository / "solutions", repository / "exercises"):  # the stubs as written
