@@ -30,7 +30,7 @@ def _run(profile: str, mode: str, record: Path, seed: int | None = None) -> subp
 @pytest.mark.e2e
 def test_the_student_profile_fails_whatever_grading_fails(tmp_path):
     # What grading's derandomized profile draws for the probe, less the small numbers any profile draws often: a
-    # test that fails only there passes a purely random profile almost surely (40 of 2**62 values).
+    # test that fails only there passes a purely random profile almost surely (25 of 2**62 values).
     drawn = tmp_path / "ci.txt"
     recording = _run("ci", "record", drawn)
     assert recording.returncode == 0, f"recording grading's examples failed:\n{recording.stdout}{recording.stderr}"
@@ -45,3 +45,15 @@ def test_the_student_profile_fails_whatever_grading_fails(tmp_path):
             f"the student's profile (seed {seed}) passed a test that grading fails: it must run grading's examples "
             f"first\n{student.stdout}")
         assert "is one of the recorded examples" in student.stdout, f"not the probe's failure:\n{student.stdout}"
+
+
+@pytest.mark.e2e
+def test_the_student_sees_the_first_failure_at_its_smallest_and_every_failure_fails():
+    arguments = [sys.executable, "-m", "pytest", str(PROBE.with_name("shrinking.py")), "-q", "-p", "no:cacheprovider",
+                 "-p", "no:xdist", "--impl", "solutions"]
+    for profile in ("dev", "ci"):
+        run = subprocess.run(arguments, cwd=ROOT, env={**os.environ, "KATA_HYPOTHESIS_PROFILE": profile},
+                             capture_output=True, text=True, timeout=120)
+        assert "2 failed" in run.stdout, f"both tests must fail under {profile}:\n{run.stdout}"
+        assert "first: 1000 is 1000 or more" in run.stdout, (
+            f"under {profile}, the first failure must show its smallest counterexample, 1000:\n{run.stdout}")
