@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from kata.concepts.contracts.token_objectives import REDUCTIONS
-from kata.lab.outcome import as_numpy, floats, plain
+from kata.lab.outcome import as_numpy, float_array, plain
 from kata.lab.plan import GAE_EXAMPLE, MASK_EXAMPLE, LabPlan
 from kata.testing.training import SOLVED_RETURN, solved_and_held
 
@@ -81,8 +81,8 @@ def ppo_summary(impl: Any, runs: list[dict[str, Any]]) -> dict[str, Any]:
     curve = impl.aggregate_training_runs(runs)
     per_seed = []
     for result in runs:
-        steps = floats(result["history"]["environment_steps"])
-        evaluations = floats(result["history"]["evaluation_mean"])
+        steps = float_array(result["history"]["environment_steps"])
+        evaluations = float_array(result["history"]["evaluation_mean"])
         evaluated = np.isfinite(evaluations)
         late = evaluated & (steps >= 0.8 * result["environment_steps"])
         reached = np.flatnonzero(evaluated & (evaluations >= SOLVED_RETURN))
