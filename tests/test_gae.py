@@ -13,6 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tests.assertions import assert_differentiable, close, confirmed_readings, gradient, plain
+from kata.lab.plan import GAE_EXPECTED, gae_example_arrays
 from kata.testing.strategies import GAE_MASKS, GAE_VALUE_ARRAYS, floats, gae_batches, ignored_values, typed_batches
 
 pytestmark = pytest.mark.gae
@@ -92,20 +93,13 @@ WITNESSES = witness_batches()
 
 
 def test_the_labs_example(impl):
-    advantages = impl.gae_advantages(
-        np.array([1.0, 100.0]), np.array([2.0, 0.0]), np.array([10.0, 0.0]),
-        np.array([False, True]), np.array([True, True]), gamma=0.9, gae_lambda=1.0,
-    )
+    example = gae_example_arrays()
+    advantages = impl.gae_advantages(**example)
     assert isinstance(advantages, np.ndarray), f"NumPy in must give NumPy out; got {type(advantages).__name__}"
-    close(advantages, [8.0, 100.0],
-          "the lab's two records: record 0 is cut by the rollout buffer, not terminated, so it bootstraps from "
-          "next_values (1 + 0.9*10 - 2 = 8), and the cut keeps record 1's advantage out of it", readings={
-              "1 - 2 at record 0: no bootstrap there (or V(s_1) read from values[1] = 0, not next_values[0] = 10)":
-                  [-1.0, 100.0],
-              "8 + 0.9*100 at record 0: record 1's advantage carried across the cut": [98.0, 100.0],
-              "1 - 2 + 0.9*100 at record 0: no bootstrap, and record 1's advantage carried across the cut":
-                  [89.0, 100.0],
-          })
+    close(advantages, GAE_EXPECTED,
+          "the lab's two records (the docstring's example): record 0 is cut by the rollout buffer, not terminated, "
+          "so it bootstraps from next_values, and the cut keeps record 1's advantage out of it",
+          readings=lambda: confirmed_readings(impl.gae_advantages, gae_readings, example, WITNESSES))
 
 
 @given(batch=gae_batches())
