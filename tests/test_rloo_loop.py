@@ -29,7 +29,7 @@ from kata.rl.sequence_task import (
     sequence_rewards,
 )
 from kata.testing.training import sequence_smoke_verdict
-from tests.assertions import assert_differentiable, plain, which_reading
+from tests.assertions import assert_differentiable, mistake, plain, which_reading
 from kata.testing.loop_strategies import iteration_settings, loss_cases, token_id_pairs
 from kata.testing.strategies import IGNORED_VALUES, float_dtypes, prompt_major_rewards, sampling_cases, sequence_batches
 
@@ -127,19 +127,16 @@ def loss_misconceptions(actual: float, logits: torch.Tensor, batch: dict, old: t
     other = "sequence_mean" if reduction == "token_mean" else "token_mean"
     own_position = torch.log_softmax(logits[:, :-1], dim=-1).gather(-1, ids[:, :-1, None]).squeeze(-1).detach()
     candidates = [
-        ("the EOS that ends a response is left out of the loss: it is a response token the policy must learn to emit "
-         "(response_token_mask(..., include_eos=True)), or it never learns to stop",
-         new, mask * ~eos_columns(batch), reduction, 1.0),
-        ("the logits at position j are scored against token j instead of the token j + 1 they predict: the labels "
-         "are input_ids[:, 1:]", own_position, mask, reduction, 1.0),
-        ("the mask is one column late (aligned with input_ids[:, :-1] instead of the labels input_ids[:, 1:])",
-         new, late, reduction, 1.0),
-        ("prompt tokens are in the loss: only the response's label columns are", new, (labels != PAD_ID) * 1.0,
+        (mistake("rloo_loop/eos_excluded_from_loss"), new, mask * ~eos_columns(batch), reduction, 1.0),
+        (mistake("rloo_loop/causal_shift_off_by_one"), own_position, mask, reduction, 1.0),
+        (mistake("response_masks/mask_not_shifted"), new, late, reduction, 1.0),
+        (mistake("rloo_loop/prompt_tokens_in_loss"), new, (labels != PAD_ID) * 1.0, reduction, 1.0),
+        (mistake("response_masks/padding_in_mask"), new, np.maximum(mask, np.cumsum(mask, axis=1) > 0) * 1.0,
          reduction, 1.0),
-        ("padding after the response is in the loss", new,
-         np.maximum(mask, np.cumsum(mask, axis=1) > 0) * 1.0, reduction, 1.0),
-        ("the sign is flipped: the loss to minimise is MINUS the clipped objective", new, mask, reduction, -1.0),
-        (f"the {other} is taken instead of the {reduction}", new, mask, other, 1.0),
+        (mistake("rloo_loop/objective_returned_as_loss"), new, mask, reduction, -1.0),
+        # The token mean in place of the sequence mean is a catalogued mistake; the other way round is not.
+        (mistake("rloo_loop/reduction_not_forwarded") if other == "token_mean" else
+         f"the loss with the {other} taken instead of the {reduction}", new, mask, other, 1.0),
     ]
     expected = clipped_token_loss(new, old, advantages, mask, reduction, clip_epsilon)
     matches = []
@@ -153,7 +150,7 @@ def loss_misconceptions(actual: float, logits: torch.Tensor, batch: dict, old: t
     # all would blame mistakes the code may not have.
     if len(matches) != 1:
         return ""
-    return f"; the loss, {plain(actual)}, is the value when {matches[0]}"
+    return f"; the loss, {plain(actual)}, equals {matches[0]}"
 
 
 def what_position_predicts(batch: dict, row: int, position: int) -> str:
@@ -371,12 +368,12 @@ def rloo_readings(rewards: np.ndarray, group_size: int) -> dict[str, np.ndarray]
     groups = rewards.reshape(-1, group_size)
     prompts = groups.shape[0]
     readings = {
-        "r_i minus the mean of all G rewards, r_i included": (groups - groups.mean(axis=1, keepdims=True)).ravel(),
-        "r_i minus the other rewards' sum divided by G instead of G - 1":
+        mistake("rloo_loop/rloo_includes_self"): (groups - groups.mean(axis=1, keepdims=True)).ravel(),
+        mistake("baselines/rloo_divides_by_group_size"):
             (groups - (groups.sum(axis=1, keepdims=True) - groups) / group_size).ravel(),
     }
     if prompts > 1:  # groups gathered with a stride of `prompts` rows: rows k, k + prompts, ...
-        readings["RLOO over groups of rows k, k + P, k + 2P, ... (P prompts), which mix prompts"] = leave_one_out(
+        readings[mistake("rloo_loop/groups_across_prompts")] = leave_one_out(
             rewards.reshape(group_size, prompts).T.ravel(), group_size).reshape(prompts, group_size).T.ravel()
     return readings
 
