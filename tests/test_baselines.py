@@ -83,6 +83,18 @@ def first_row(ok: np.ndarray) -> int:
     return int(np.flatnonzero(~ok.reshape(len(ok), -1).all(axis=1))[0])
 
 
+def assert_rows(advantages, expected: np.ndarray, rewards: np.ndarray, what: str, clause: str,
+                readings: dict[str, np.ndarray]) -> None:
+    """Each row of ``advantages`` equals ``expected``'s; else the first row that does not, the ``clause`` it breaks,
+    and each of ``readings`` the advantages equal."""
+    ok = agrees(advantages, expected, rewards)
+    if not ok.all():
+        g = first_row(ok)
+        raise AssertionError(
+            f"group (row) {g}: rewards {plain(rewards[g])} give {what} {plain(advantages[g])}, expected "
+            f"{plain(expected[g])}: {clause}" + named_misreading(advantages, expected, readings, rewards))
+
+
 @given(rewards=group_rewards())
 def test_no_baseline_returns_the_rewards_in_a_new_array(impl, rewards):
     advantages = impl.no_baseline_advantages(rewards)
@@ -106,15 +118,9 @@ def test_same_group_centring_is_each_reward_minus_its_rows_mean(impl, rewards):
         f"same-group centring keeps the [groups, G] shape {rewards.shape} and NumPy in gives NumPy out; got "
         f"{type(advantages).__name__} of shape {np.shape(advantages)}"
     )
-    expected = rewards - rewards.mean(axis=1, keepdims=True)
-    ok = agrees(advantages, expected, rewards)
-    if not ok.all():
-        g = first_row(ok)
-        raise AssertionError(
-            f"group (row) {g}: rewards {plain(rewards[g])} give centred advantages {plain(advantages[g])}, expected "
-            f"{plain(expected[g])}: same-group centring subtracts each row's own mean, so each row sums to 0"
-            + named_misreading(advantages, expected, centring_misreadings(rewards), rewards)
-        )
+    assert_rows(advantages, rewards - rewards.mean(axis=1, keepdims=True), rewards, "centred advantages",
+                "same-group centring subtracts each row's own mean, so each row sums to 0",
+                centring_misreadings(rewards))
 
 
 @given(rewards=group_rewards())
@@ -124,15 +130,9 @@ def test_rloo_is_each_reward_minus_the_mean_of_the_others_in_its_row(impl, rewar
         f"RLOO keeps the [groups, G] shape {rewards.shape} and NumPy in gives NumPy out; got "
         f"{type(advantages).__name__} of shape {np.shape(advantages)}"
     )
-    expected = rloo_by_loop(rewards)
-    ok = agrees(advantages, expected, rewards)
-    if not ok.all():
-        g = first_row(ok)
-        raise AssertionError(
-            f"group (row) {g}: rewards {plain(rewards[g])} give RLOO advantages {plain(advantages[g])}, expected "
-            f"{plain(expected[g])}: A_i = r_i - (sum of the row's other G - 1 rewards) / (G - 1), and these sum to "
-            f"0 over a row" + named_misreading(advantages, expected, rloo_misreadings(rewards), rewards)
-        )
+    assert_rows(advantages, rloo_by_loop(rewards), rewards, "RLOO advantages",
+                "A_i = r_i - (sum of the row's other G - 1 rewards) / (G - 1), and these sum to 0 over a row",
+                rloo_misreadings(rewards))
 
 
 @given(rewards=group_rewards())

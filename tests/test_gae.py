@@ -92,23 +92,27 @@ def witness_batches() -> list[dict]:
 WITNESSES = witness_batches()
 
 
+def close_to_gae(impl, found, batch: dict, expected, message: str) -> None:
+    """``found``, ``impl``'s advantages on ``batch``, equal ``expected``; a failure names each reading of
+    :func:`gae_readings` that ``impl`` also gives on every witness."""
+    close(found, expected, message,
+          readings=lambda: confirmed_readings(impl.gae_advantages, gae_readings, batch, WITNESSES))
+
+
 def test_the_labs_example(impl):
     example = gae_example_arrays()
     advantages = impl.gae_advantages(**example)
     assert isinstance(advantages, np.ndarray), f"NumPy in must give NumPy out; got {type(advantages).__name__}"
-    close(advantages, GAE_EXPECTED,
-          "the lab's two records (the docstring's example): record 0 is cut by the rollout buffer, not terminated, "
-          "so it bootstraps from next_values, and the cut keeps record 1's advantage out of it",
-          readings=lambda: confirmed_readings(impl.gae_advantages, gae_readings, example, WITNESSES))
+    close_to_gae(impl, advantages, example, GAE_EXPECTED,
+                 "the lab's two records (the docstring's example): record 0 is cut by the rollout buffer, not "
+                 "terminated, so it bootstraps from next_values, and the cut keeps record 1's advantage out of it")
 
 
 @given(batch=gae_batches())
 def test_equals_the_explicit_sum_of_discounted_residuals(impl, batch):
-    found, expected = impl.gae_advantages(**batch), explicit_gae(**batch)
-    close(found, expected,
-          "GAE is the sum of (γλ)^k-discounted TD residuals up to the first trace cut, δ_t bootstrapping from "
-          "next_values[t] unless terminated[t]",
-          readings=lambda: confirmed_readings(impl.gae_advantages, gae_readings, batch, WITNESSES))
+    close_to_gae(impl, impl.gae_advantages(**batch), batch, explicit_gae(**batch),
+                 "GAE is the sum of (γλ)^k-discounted TD residuals up to the first trace cut, δ_t bootstrapping from "
+                 "next_values[t] unless terminated[t]")
 
 
 @given(batch=gae_batches())

@@ -723,25 +723,10 @@ ITERATION_BATCH = dict(
 ITERATION_REWARDS = np.array([1.0, 0.0, 2 / 3, 1.0, 1 / 3, 2 / 3])
 
 
-def explicit_iteration(model, rewards, group_size, epochs, clip_epsilon, lr):
-    """RLOO per prompt, old log-probs frozen once, `epochs` SGD steps on the clipped token_mean loss."""
-    ids = torch.as_tensor(ITERATION_BATCH["input_ids"])
-    mask = torch.as_tensor(expected_mask(ITERATION_BATCH), dtype=torch.float32)
-    advantages = torch.as_tensor(leave_one_out(rewards, group_size), dtype=torch.float32)[:, None]
-    with torch.no_grad():
-        old = label_log_probs(model(ids), ids)
-    losses = []
-    for _ in range(epochs):
-        ratio = torch.exp(label_log_probs(model(ids), ids) - old)
-        surrogate = torch.minimum(ratio * advantages, ratio.clamp(1 - clip_epsilon, 1 + clip_epsilon) * advantages)
-        loss = -(surrogate * mask).sum() / mask.sum()
-        model.zero_grad()
-        loss.backward()
-        with torch.no_grad():
-            for parameter in model.parameters():
-                parameter -= lr * parameter.grad
-        losses.append(float(loss.detach()))
-    return old, losses
+def frozen_old_log_probs_readings(losses: list[float]) -> dict[str, np.ndarray]:
+    """The epochs' losses when each is the first epoch's: the ratio is 1 at every epoch, or no step is taken."""
+    return {"the first epoch's loss at every epoch, " + mistake("rloo_loop/old_log_probs_not_frozen")
+            + ", or what taking no step gives": np.full(len(losses), losses[0])}
 
 
 def run_iteration(impl, model, epochs, lr=0.5, clip_epsilon=0.2):
@@ -756,17 +741,16 @@ def test_one_iteration_is_rloo_with_frozen_old_log_probs_and_clipped_token_steps
     model = make_policy(seed=1, hidden_size=8)
     reference = copy.deepcopy(model)
     result = run_iteration(impl, model, epochs=3)
-    old, losses = explicit_iteration(reference, ITERATION_REWARDS, 3, epochs=3, clip_epsilon=0.2, lr=0.5)
+    # RLOO per prompt, old log-probs frozen once, 3 SGD steps on the clipped token_mean loss.
+    old, losses = replica_iteration(reference, ITERATION_BATCH["input_ids"], expected_mask(ITERATION_BATCH),
+                                    leave_one_out(ITERATION_REWARDS, 3), 3, 0.2, "token_mean", lr=0.5)
     np.testing.assert_allclose(result.epoch_losses[0], losses[0], rtol=1e-5, atol=1e-7,
                                err_msg="the first epoch's loss: minus the token mean of the RLOO advantages")
     np.testing.assert_allclose(
         result.epoch_losses, losses, rtol=1e-4, atol=1e-6,
         err_msg="the epochs' losses differ from PPO's with old log-probs frozen once before the first epoch, the "
         "clipped token_mean loss and one optimizer step per epoch (the first epoch agrees)"
-        + which_reading(result.epoch_losses, losses, {
-            "the first epoch's loss at every epoch, as when the ratio is 1 at every epoch (old log-probs "
-            "recomputed with the current policy) or no step is taken": np.full(len(losses), losses[0])},
-            rtol=1e-4, atol=1e-6),
+        + which_reading(result.epoch_losses, losses, frozen_old_log_probs_readings(losses), rtol=1e-4, atol=1e-6),
     )
     for (name, parameter), expected in zip(model.named_parameters(), reference.parameters()):
         np.testing.assert_allclose(
@@ -875,10 +859,7 @@ def test_the_iteration_forwards_every_argument(impl, case):
         result.epoch_losses, losses, rtol=1e-4, atol=1e-6, err_msg=(
             "the epochs' losses differ from PPO's with old log-probs frozen once before the first epoch, the "
             f"clipped loss at the clip_epsilon given, the reduction given and one optimizer step per epoch{where}")
-        + which_reading(result.epoch_losses, losses, {
-            "the first epoch's loss at every epoch, as when the ratio is 1 at every epoch (old log-probs "
-            "recomputed with the current policy) or no step is taken": np.full(len(losses), losses[0])},
-            rtol=1e-4, atol=1e-6))
+        + which_reading(result.epoch_losses, losses, frozen_old_log_probs_readings(losses), rtol=1e-4, atol=1e-6))
     for (name, parameter), expected in zip(model.named_parameters(), reference.parameters()):
         np.testing.assert_allclose(parameter.detach(), expected.detach(), rtol=1e-4, atol=1e-6, err_msg=(
             f"{name} after the iteration differs from {case['ppo_epochs']} steps on minus the clipped objective "
