@@ -7,8 +7,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from kata.rl import PROFILES
 
 DEFAULT_OUTPUT_ROOT = Path("lab-output")
@@ -75,7 +73,10 @@ GAE_EXPECTED = [8.0, 100.0]
 
 def gae_example_arrays() -> dict[str, Any]:
     """``GAE_EXAMPLE`` as keyword arguments of ``gae_advantages``: its lists as new NumPy arrays."""
+    import numpy as np  # here, not at the top: `kata status` reads this module and must not wait for NumPy
+
     return {key: np.array(value) if isinstance(value, list) else value for key, value in GAE_EXAMPLE.items()}
+
 
 MASK_EXAMPLE = {
     # Token positions: BOS, prompt_1, prompt_2, response_1, response_2, EOS, PAD.
