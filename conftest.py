@@ -62,7 +62,7 @@ SLOW_MARKER = "slow"
 # and none tests the reference: README's test command leaves them out, and `--e2e` (or an -m that names e2e) runs
 # them, as CI does.
 E2E_MARKER = "e2e"
-CONCEPT_MARKERS = tuple(concept.marker for concept in CONCEPTS)
+CONCEPT_MARKERS = tuple(concept.name for concept in CONCEPTS)
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -98,7 +98,7 @@ def pytest_configure(config: pytest.Config) -> None:
     # under test create is collected as before. `kata check gae` on right code: 2.58 s -> 2.19 s (docs/benchmarks.md).
     gc.freeze()
     for concept in CONCEPTS:
-        config.addinivalue_line("markers", f"{concept.marker}: concept {concept.number}, {concept.title}")
+        config.addinivalue_line("markers", f"{concept.name}: concept {concept.number}, {concept.title}")
     config.addinivalue_line("markers", f"{FRAME_MARKER}: tests of the kata's own frame (not a concept)")
     config.addinivalue_line("markers", f"{PARITY_MARKER}: the reference against TRL, verl and SB3 (tests/parity)")
     config.addinivalue_line("markers", f"{SLOW_MARKER}: integration runs (training); -m 'not slow' skips them")

@@ -39,7 +39,7 @@ import numpy as np
 
 from kata.concepts.impl import load, reference_or_exercises
 from kata.lab import plots, sections
-from kata.lab.plan import GAE_EXAMPLE, MASK_EXAMPLE, plan_for
+from kata.lab.plan import GAE_EXAMPLE, GAE_EXPECTED, MASK_EXAMPLE, plan_for
 
 PACKAGE = os.environ.get("KATA_LAB_IMPL") or reference_or_exercises()  # "solutions", "exercises", or a folder's path
 PROFILE = os.environ.get("KATA_LAB_PROFILE", "smoke")  # "smoke" or "full"
@@ -83,14 +83,15 @@ plots.show(plots.baseline_spread(baseline_result, group_size=plan.baseline_group
 # in the trajectory says no: a terminal, a time limit, or simply the end of the rollout buffer (`trace_cuts`).
 #
 # Here record 0 is cut by the buffer but is not terminal: it bootstraps from V(next) = 10, so its advantage is
-# 1 + 0.9 · 10 − 2 = 8, and nothing from record 1 (an unrelated terminal step with reward 100) leaks into it.
+# 1 + 0.9 · 10 − 2 = 8, and nothing from record 1 (an unrelated terminal step with reward 100) leaks into it: a
+# recursion that ran across the cut would give 8 + 0.9 · 100 = 98.
 
 # %%
 print("gae_advantages on:", GAE_EXAMPLE)  # trace_cuts: record 0, the buffer ends here; record 1, a terminal
 gae = sections.gae_example(impl)
 print("advantages:", gae["advantages"])
 print("value target of record 0:", gae["first_record_target"])
-assert np.allclose(gae["advantages"], [8.0, 100.0])
+assert np.allclose(gae["advantages"], GAE_EXPECTED)
 
 # %% [markdown]
 # ## 3. PPO on CartPole

@@ -7,6 +7,8 @@ from collections.abc import Callable
 import numpy as np
 import torch
 
+from kata.concepts.manifest import catalogued_mistake
+
 
 def dtype_of(value) -> np.dtype | None:
     """The floating dtype of ``value`` (NumPy or torch), None for anything else (a Python float, an int array)."""
@@ -60,6 +62,16 @@ def close(actual, expected, message: str, rtol: float = 1e-9, *, any_float: bool
             readings = readings()
         line += which_reading(actual, expected, readings or {}, rtol=max(rtol, 1e-9), atol=max(rtol * scale, 1e-12))
         raise AssertionError(f"{line}\n{failure}") from None
+
+
+def mistake(entry: str) -> str:
+    """A reading's description for the catalogued mistake ``"concept/name"``: its misunderstanding in the words of
+    kata/concepts/course.toml, the one place it is written (``kata diagnose`` and the class report quote it too).
+
+    A reading keyed by this is named only as the others are, when the value found is that mistake's value on the
+    input; a reading no catalogued mistake computes keeps a description of its own.
+    """
+    return f"what the catalogued mistake '{catalogued_mistake(entry).misunderstanding}' gives"
 
 
 SMALL = 6  # values of at most this many elements are shown whole in a failure's first line

@@ -11,7 +11,7 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tests.assertions import assert_differentiable, dtype_of, gradient, plain
+from tests.assertions import assert_differentiable, dtype_of, gradient, mistake, plain
 from kata.testing.strategies import float_dtypes, floats, group_rewards
 
 pytestmark = pytest.mark.baselines
@@ -29,28 +29,29 @@ def rloo_by_loop(rewards: np.ndarray) -> np.ndarray:
     return expected
 
 
+NO_BASELINE = "the rewards themselves: no baseline is subtracted"  # no catalogued mistake returns the rewards
+
+
 def rloo_misreadings(rewards: np.ndarray) -> dict[str, np.ndarray]:
     """The advantages a common misunderstanding of RLOO gives on ``rewards`` [groups, G]."""
     size = rewards.shape[1]
     readings = {
-        "the rewards themselves: no baseline is subtracted": rewards,
-        "the mean of all G rewards, r_i included, as the baseline (that is same-group centring)":
-            rewards - rewards.mean(axis=1, keepdims=True),
-        "the other rewards' sum divided by G instead of G - 1":
+        NO_BASELINE: rewards,
+        mistake("baselines/rloo_includes_self"): rewards - rewards.mean(axis=1, keepdims=True),
+        mistake("baselines/rloo_divides_by_group_size"):
             rewards - (rewards.sum(axis=1, keepdims=True) - rewards) / size,
     }
     if rewards.shape[0] > 1:
-        readings["groups taken down the columns (axis 0) instead of along each row"] = (
+        readings[mistake("baselines/groups_along_wrong_axis")] = (
             rewards - (rewards.sum(axis=0, keepdims=True) - rewards) / (rewards.shape[0] - 1))
     return readings
 
 
 def centring_misreadings(rewards: np.ndarray) -> dict[str, np.ndarray]:
     """The advantages a common misunderstanding of same-group centring gives on ``rewards`` [groups, G]."""
-    readings = {"the rewards themselves: no baseline is subtracted": rewards}
+    readings = {NO_BASELINE: rewards}
     if rewards.shape[0] > 1:
-        readings["each column's mean subtracted (groups taken down axis 0) instead of each row's"] = (
-            rewards - rewards.mean(axis=0, keepdims=True))
+        readings[mistake("baselines/groups_along_wrong_axis")] = rewards - rewards.mean(axis=0, keepdims=True)
     return readings
 
 
@@ -82,6 +83,18 @@ def first_row(ok: np.ndarray) -> int:
     return int(np.flatnonzero(~ok.reshape(len(ok), -1).all(axis=1))[0])
 
 
+def assert_rows(advantages, expected: np.ndarray, rewards: np.ndarray, what: str, clause: str,
+                readings: dict[str, np.ndarray]) -> None:
+    """Each row of ``advantages`` equals ``expected``'s; else the first row that does not, the ``clause`` it breaks,
+    and each of ``readings`` the advantages equal."""
+    ok = agrees(advantages, expected, rewards)
+    if not ok.all():
+        g = first_row(ok)
+        raise AssertionError(
+            f"group (row) {g}: rewards {plain(rewards[g])} give {what} {plain(advantages[g])}, expected "
+            f"{plain(expected[g])}: {clause}" + named_misreading(advantages, expected, readings, rewards))
+
+
 @given(rewards=group_rewards())
 def test_no_baseline_returns_the_rewards_in_a_new_array(impl, rewards):
     advantages = impl.no_baseline_advantages(rewards)
@@ -105,15 +118,9 @@ def test_same_group_centring_is_each_reward_minus_its_rows_mean(impl, rewards):
         f"same-group centring keeps the [groups, G] shape {rewards.shape} and NumPy in gives NumPy out; got "
         f"{type(advantages).__name__} of shape {np.shape(advantages)}"
     )
-    expected = rewards - rewards.mean(axis=1, keepdims=True)
-    ok = agrees(advantages, expected, rewards)
-    if not ok.all():
-        g = first_row(ok)
-        raise AssertionError(
-            f"group (row) {g}: rewards {plain(rewards[g])} give centred advantages {plain(advantages[g])}, expected "
-            f"{plain(expected[g])}: same-group centring subtracts each row's own mean, so each row sums to 0"
-            + named_misreading(advantages, expected, centring_misreadings(rewards), rewards)
-        )
+    assert_rows(advantages, rewards - rewards.mean(axis=1, keepdims=True), rewards, "centred advantages",
+                "same-group centring subtracts each row's own mean, so each row sums to 0",
+                centring_misreadings(rewards))
 
 
 @given(rewards=group_rewards())
@@ -123,15 +130,9 @@ def test_rloo_is_each_reward_minus_the_mean_of_the_others_in_its_row(impl, rewar
         f"RLOO keeps the [groups, G] shape {rewards.shape} and NumPy in gives NumPy out; got "
         f"{type(advantages).__name__} of shape {np.shape(advantages)}"
     )
-    expected = rloo_by_loop(rewards)
-    ok = agrees(advantages, expected, rewards)
-    if not ok.all():
-        g = first_row(ok)
-        raise AssertionError(
-            f"group (row) {g}: rewards {plain(rewards[g])} give RLOO advantages {plain(advantages[g])}, expected "
-            f"{plain(expected[g])}: A_i = r_i - (sum of the row's other G - 1 rewards) / (G - 1), and these sum to "
-            f"0 over a row" + named_misreading(advantages, expected, rloo_misreadings(rewards), rewards)
-        )
+    assert_rows(advantages, rloo_by_loop(rewards), rewards, "RLOO advantages",
+                "A_i = r_i - (sum of the row's other G - 1 rewards) / (G - 1), and these sum to 0 over a row",
+                rloo_misreadings(rewards))
 
 
 @given(rewards=group_rewards())
@@ -356,9 +357,8 @@ def test_simulation_spreads_are_the_std_of_one_groups_estimate(impl, group_size)
         found = result[f"{name}_std"]
         if abs(found - std) <= Z_SPREAD * standard_error:
             continue
-        readings = {f"std / sqrt(groups) = {std / math.sqrt(GROUPS):.4g}, the standard error of the mean, not "
-                    "the spread of one group's estimate": std / math.sqrt(GROUPS),
-                    f"the variance {std**2:.4g}, not its square root": std**2}
+        readings = {mistake("baselines/simulation_spread_as_standard_error"): std / math.sqrt(GROUPS),
+                    f"the variance {std**2:.4g}, not its square root": std**2}  # no catalogued mistake
         matches = [reading for reading, value in readings.items()
                    if abs(found - value) <= Z_SPREAD * standard_error * value / std]
         raise AssertionError(
@@ -399,7 +399,7 @@ def test_simulation_rloo_is_unbiased_and_same_group_is_scaled(impl, group_size):
         "same-group centring is RLOO scaled by (G-1)/G, so its expected gradient is that fraction of the true one"
     )
     measured = result["same_group_mean"] / result["true_gradient"]
-    copied = ("; it equals predicted_scale: the prediction copied instead of the measurement"
+    copied = (f"; it equals predicted_scale, {mistake('baselines/simulation_scale_not_measured')}"
               if result["observed_scale"] == pytest.approx(result["predicted_scale"], rel=1e-12) else "")
     assert result["observed_scale"] == pytest.approx(measured, rel=1e-12), (
         f"observed_scale is {plain(result['observed_scale'])}, expected the measured same_group_mean / "

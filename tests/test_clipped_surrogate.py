@@ -13,7 +13,15 @@ import torch
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from tests.assertions import assert_differentiable, close, confirmed_readings, found_and_expected, gradient, plain
+from tests.assertions import (
+    assert_differentiable,
+    close,
+    confirmed_readings,
+    found_and_expected,
+    gradient,
+    mistake,
+    plain,
+)
 from kata.testing.strategies import (
     SURROGATE_ARRAYS,
     VALUE_ARRAYS,
@@ -48,18 +56,19 @@ def near_boundary(ratio, clip_epsilon):
 
 
 def term_readings(new_log_probs, old_log_probs, advantages, clip_epsilon) -> tuple[dict, ...]:
-    """Per term, the values each common misreading gives: named in a message only when they are the values found."""
+    """Per term, the values each common misreading gives: named in a message only when they are the values found.
+    The readings no catalogued mistake computes keep words of their own."""
     log_ratio = new_log_probs - old_log_probs
     ratio, unclipped, clipped, _ = reference_terms(new_log_probs, old_log_probs, advantages, clip_epsilon)
     return (
         {"exp(old - new): the ratio inverted": np.exp(-log_ratio), "new - old: the log-ratio, not exponentiated":
          log_ratio},
         {"the advantage alone, without the ratio": advantages},
-        {"r · clip(A, 1 - ε, 1 + ε): the advantage clipped instead of the ratio":
+        {mistake("clipped_surrogate/advantage_clipped_not_ratio"):
          ratio * np.clip(advantages, 1.0 - clip_epsilon, 1.0 + clip_epsilon),
          "exp(clip(log r, -ε, ε)) · A: the log-ratio clipped to [-ε, ε] instead of the ratio to [1 - ε, 1 + ε]":
          np.exp(np.clip(log_ratio, -clip_epsilon, clip_epsilon)) * advantages},
-        {"max(unclipped, clipped), the optimistic branch": np.maximum(unclipped, clipped)},
+        {mistake("clipped_surrogate/max_instead_of_min"): np.maximum(unclipped, clipped)},
     )
 
 
@@ -91,11 +100,11 @@ def fraction_readings(batch: dict) -> dict[str, float]:
     advantages, epsilon = batch["advantages"], batch["clip_epsilon"]
     standardised = (advantages - advantages.mean()) / (advantages.std() + 1e-8)
     return {
-        "the fraction with |r - 1| > ε, whatever the advantage's sign": (np.abs(ratio - 1.0) > epsilon).mean(),
-        "the fraction with A = 0 counted as clipped (A >= 0 or A <= 0 for the strict A > 0 and A < 0)": (
+        mistake("clipped_surrogate/clip_fraction_counts_ratio_outside"): (np.abs(ratio - 1.0) > epsilon).mean(),
+        mistake("clipped_surrogate/clip_fraction_counts_zero_advantages"): (
             ((advantages >= 0) & (ratio > 1.0 + epsilon)) | ((advantages <= 0) & (ratio < 1.0 - epsilon))).mean(),
-        "the fraction by the signs of standardised advantages, (A - mean) / std, where the advantages count as "
-        "given": clip_binds(ratio, standardised, epsilon).mean(),
+        mistake("clipped_surrogate/clip_fraction_standardises_advantages"):
+            clip_binds(ratio, standardised, epsilon).mean(),
     }
 
 
@@ -134,7 +143,7 @@ def test_terms_are_the_ratio_its_two_branches_and_their_minimum(impl, batch):
                                   err_msg="inside [1 - ε, 1 + ε] the clip changes nothing: pessimistic = r · A")
     close(impl.clipped_policy_loss(**batch), -expected[3].mean(),
           "the policy loss is -mean(pessimistic): minus, because the optimiser minimises and PPO maximises the "
-          "surrogate", readings={"+mean(pessimistic): the sign is flipped": expected[3].mean()})
+          "surrogate", readings={mistake("clipped_surrogate/policy_loss_sign_flipped"): expected[3].mean()})
     for key, value in originals.items():
         assert np.array_equal(batch[key], value), (
             f"{key} was changed in place: clipped_surrogate_terms and clipped_policy_loss never change their inputs")
@@ -202,7 +211,7 @@ def test_gradient_is_zero_exactly_where_the_clip_binds(impl, batch):
           "the active clip fraction must be the fraction of samples (with A ≠ 0) whose gradient the clip zeroes",
           any_float=True)
     close(outside, outside_fraction, "the ratio-outside fraction counts |r - 1| > ε, whatever the advantage",
-          any_float=True, readings={"the fraction with |log r| > ε, an interval on log r instead of r": (
+          any_float=True, readings={mistake("clipped_surrogate/ratio_outside_counts_log_ratio"): (
               np.abs(np.log(ratio)) > epsilon).mean()})
     # Two of the function's own results, each k/N in its own dtype: compared as counts, never as floats of two
     # precisions (2/3 in float32 is above 2/3 in float64).
@@ -223,11 +232,12 @@ def value_readings(batch: dict) -> dict[str, float]:
     """The clipped value loss under each common misreading."""
     values, old_values, returns, epsilon = (batch[key] for key in (*VALUE_ARRAYS, "clip_epsilon"))
     errors = (values - returns) ** 2, (old_values + np.clip(values - old_values, -epsilon, epsilon) - returns) ** 2
-    return {"the loss with the min of the two errors instead of the max": 0.5 * np.minimum(*errors).mean(),
-            "the plain 0.5 · mean((V - R)²), no clipped branch (a prediction clipped around the returns, R + clip(V "
-            "- R, -ε, ε), gives it too: its error never exceeds the unclipped one)": 0.5 * errors[0].mean(),
-            "0.5 · max(mean((V - R)²), mean((V_clipped - R)²)): the max of the two means, where it is taken per "
-            "sample": 0.5 * max(errors[0].mean(), errors[1].mean())}
+    return {mistake("clipped_surrogate/value_loss_min_not_max"): 0.5 * np.minimum(*errors).mean(),
+            # A prediction clipped around the returns never has the larger error, so that mistake gives the plain
+            # loss too: both are named, since the value cannot tell them apart.
+            "the plain 0.5 · mean((V - R)²), no clipped branch; equally, "
+            + mistake("clipped_surrogate/value_clip_around_returns"): 0.5 * errors[0].mean(),
+            mistake("clipped_surrogate/value_loss_max_of_means"): 0.5 * max(errors[0].mean(), errors[1].mean())}
 
 
 # Samples where each error is the larger: V beyond the clip towards R (the clipped error is larger), V overshooting

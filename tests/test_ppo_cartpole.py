@@ -32,7 +32,7 @@ from kata.testing.strategies import (
     rollout_flags,
 )
 from kata.testing.loop_strategies import update_settings
-from tests.assertions import plain, which_reading
+from tests.assertions import mistake, plain, which_reading
 
 pytestmark = pytest.mark.ppo_cartpole
 
@@ -63,7 +63,7 @@ def test_masks_for_every_flag_combination(impl, flags):
     np.testing.assert_array_equal(
         bootstrap_mask, terminated, err_msg="the bootstrap mask is terminated: only a real terminal forbids "
         "bootstrapping" + which_reading(bootstrap_mask, terminated, {
-            "terminated or truncated: a time limit treated as termination": terminated | truncated,
+            "terminated or truncated, " + mistake("ppo_cartpole/truncation_as_termination"): terminated | truncated,
             "not terminated: the steps that may bootstrap, where the mask marks those that may not": ~terminated}))
     buffer_end = np.zeros_like(terminated)
     buffer_end[-1] = True
@@ -71,7 +71,7 @@ def test_masks_for_every_flag_combination(impl, flags):
     np.testing.assert_array_equal(
         trace_cuts, cuts, err_msg="the trace is cut by termination, by truncation and by the rollout buffer's last "
         "step, and nowhere else" + which_reading(trace_cuts, cuts, {
-            "terminated or truncated, without the buffer's last step": terminated | truncated,
+            "terminated or truncated, " + mistake("ppo_cartpole/buffer_end_not_a_cut"): terminated | truncated,
             "terminated or the buffer's last step, without truncation": terminated | buffer_end}))
 
 
@@ -665,15 +665,15 @@ UPDATE_CLAUSES.update(value_loss=UPDATE_CLAUSES["policy_loss"], entropy=UPDATE_C
                       grad_norm=UPDATE_CLAUSES["policy_loss"], active_clip_fraction=UPDATE_CLAUSES["approx_kl"],
                       ratio_outside_fraction=UPDATE_CLAUSES["approx_kl"],
                       minibatch_steps=UPDATE_CLAUSES["epochs_completed"])
-UPDATE_READINGS = {
-    "advantages standardised once over the whole batch instead of within each minibatch": dict(normalise="batch"),
-    "advantages not standardised although normalize_advantages is True": dict(normalise="none"),
-    "the value clip uses clip_epsilon instead of value_clip_epsilon": dict(value_eps="clip_epsilon"),
-    "batch.old_values recomputed with the current critic": dict(recompute="old_values"),
-    "batch.old_log_probs recomputed with the current actor": dict(recompute="old_log_probs"),
-    "gradients never zeroed between steps (each step applies the sum of all earlier gradients)": dict(accumulate=True),
-    "the gradient norm not clipped": dict(clip=False),
-    "the entropy bonus's sign flipped (the loss subtracts c_e * entropy)": dict(entropy_sign=-1.0),
+UPDATE_READINGS = {  # what the update found is, when the replica with these options gives it
+    mistake("ppo_cartpole/advantages_normalised_over_the_batch"): dict(normalise="batch"),
+    "PPO's with advantages not standardised although normalize_advantages is True": dict(normalise="none"),
+    mistake("ppo_cartpole/value_clip_uses_clip_epsilon"): dict(value_eps="clip_epsilon"),
+    mistake("ppo_cartpole/old_values_recomputed"): dict(recompute="old_values"),
+    mistake("ppo_cartpole/old_log_probs_recomputed"): dict(recompute="old_log_probs"),
+    mistake("ppo_cartpole/gradients_never_zeroed"): dict(accumulate=True),
+    mistake("ppo_cartpole/no_gradient_clipping"): dict(clip=False),
+    mistake("ppo_cartpole/entropy_bonus_sign_flipped"): dict(entropy_sign=-1.0),
 }
 
 
@@ -740,9 +740,10 @@ def compare_with_replica(impl, seed, size, settings, lr=0.05, scale=1.0):
     readings = [why for why, options in UPDATE_READINGS.items()
                 if (settings.get("normalize_advantages", True) or "normalise" not in options)
                 and not differences(dict(ddof=0, **options))[0]]
-    lead = (f"the update found is PPO's with {readings[0]}. " if len(readings) == 1 else
-            f"the update found is PPO's with any one of these: {'; '.join(readings)}. " if readings else "")
-    raise AssertionError(f"{lead}{shown}{UPDATE_CLAUSES[key]} (settings {settings}, {size} samples)")
+    # The clause first, so that a message cut short still names it; then what the update found is, when known.
+    found_is = (f"; the update found is {readings[0]}" if len(readings) == 1 else
+                f"; the update found is any one of these: {'; '.join(readings)}" if readings else "")
+    raise AssertionError(f"{shown}{UPDATE_CLAUSES[key]}{found_is} (settings {settings}, {size} samples)")
 
 
 def test_a_tiny_advantage_spread_is_standardised_with_its_sign(impl):

@@ -16,7 +16,7 @@ import torch
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from tests.assertions import assert_differentiable, close, dtype_of, gradient, plain
+from tests.assertions import assert_differentiable, close, dtype_of, gradient, mistake, plain
 from kata.testing.strategies import (
     containers,
     float_dtypes,
@@ -60,8 +60,8 @@ PRECISION = {np.float32: 1e-5, np.float64: 1e-9}  # rtol a result in that dtype 
 
 
 def surrogate_readings(products: np.ndarray) -> dict[str, object]:
-    return {"+mean(log_probs * advantages): the sign is flipped": np.mean(products),
-            "-sum(log_probs * advantages), a sum instead of a mean": -np.sum(products)}
+    return {mistake("reinforce/loss_sign_flipped"): np.mean(products),
+            mistake("reinforce/loss_summed_not_averaged"): -np.sum(products)}
 
 
 @given(batch=surrogate_batches())
@@ -135,8 +135,11 @@ def test_gradient_reaches_log_probs_and_never_the_advantages(impl, batch, dtypes
     own = arrays["log_probs"].dtype.type
     close(gradient(log_probs, "log_probs"), expected, "∂loss/∂log_probs_i must be -A_i / N (a mean over N samples)",
           rtol=PRECISION[own], expected_dtype=own,
-          readings={"-A_i: the gradient of a sum, not of a mean": expected * count,
-                    "+A_i / N: the sign is flipped": -expected})
+          readings={"-A_i, " + mistake("reinforce/loss_summed_not_averaged"): expected * count,
+                    "+A_i / N, " + mistake("reinforce/loss_sign_flipped"): -expected})
+
+
+NO_GRADIENT = "0: no gradient reaches the logits through log π"  # no catalogued mistake gives it
 
 
 @given(policy=softmax_policies(), baseline=floats(-20.0, 20.0), target=st.integers(0, 5))
@@ -147,8 +150,8 @@ def test_expected_surrogate_gradient_is_the_policy_gradient(impl, policy, baseli
     close(expected, -true_gradient,
           "averaged over the actions with their probabilities, the surrogate's gradient must be minus the true "
           "gradient of the expected reward, π_k (R_k - J)",
-          readings={"+π_k (R_k - J): minimising the loss lowers the expected reward (the sign is flipped)":
-                    true_gradient, "0: no gradient reaches the logits through log π": np.zeros_like(true_gradient)})
+          readings={"+π_k (R_k - J), " + mistake("reinforce/loss_sign_flipped"): true_gradient,
+                    NO_GRADIENT: np.zeros_like(true_gradient)})
     close(expected_surrogate_gradient(impl, logits, rewards - baseline), expected,
           "subtracting a constant baseline from every advantage must not change the expected gradient "
           "(E[∇ log π] = 0)", rtol=1e-8)
@@ -158,8 +161,8 @@ def test_expected_surrogate_gradient_is_the_policy_gradient(impl, policy, baseli
     verifier_gradient = analytic_policy_gradient(logits, verifier)
     close(expected_surrogate_gradient(impl, logits, verifier), -verifier_gradient,
           "with a 0/1 verifier reward the expected surrogate gradient must still be minus the policy gradient",
-          readings={"+π_k (R_k - J): the sign is flipped": verifier_gradient,
-                    "0: no gradient reaches the logits through log π": np.zeros_like(verifier_gradient)})
+          readings={"+π_k (R_k - J), " + mistake("reinforce/loss_sign_flipped"): verifier_gradient,
+                    NO_GRADIENT: np.zeros_like(verifier_gradient)})
 
 
 @given(policy=softmax_policies(), critic_offset=floats(-5.0, 5.0))
@@ -188,9 +191,9 @@ def test_advantages_are_constants_even_when_they_require_grad(impl, policy, crit
         through_advantages = torch.autograd.functional.jacobian(
             lambda t: -(torch.log_softmax(t, dim=0) * (constant + torch.softmax(theta, dim=0).detach()
                                                        - torch.softmax(t, dim=0))).mean(), torch.tensor(logits))
-        return {"the gradient with A's dependence on θ differentiated too (advantages not detached)":
-                through_advantages.numpy(), "+∇θ mean(log π · A): the sign is flipped": -expected.numpy(),
-                "the gradient of -sum(log π · A), a sum instead of a mean": len(logits) * expected.numpy()}
+        return {mistake("reinforce/advantages_not_detached"): through_advantages.numpy(),
+                mistake("reinforce/loss_sign_flipped"): -expected.numpy(),
+                mistake("reinforce/loss_summed_not_averaged"): len(logits) * expected.numpy()}
 
     close(gradient(theta, "the logits θ"), expected.numpy(),
           "∂loss/∂θ must be the gradient of -mean(log π · A) with A a constant; A depends on θ here, through "
@@ -253,19 +256,18 @@ def forward_reward_to_go(rewards, episode_ends, gamma):
 
 def reward_to_go_readings(stream: dict) -> dict[str, np.ndarray]:
     """The returns each common misreading gives on ``stream``: named only when they are the values found."""
-    return {"the sum without discount (γ = 1)": explicit_reward_to_go(**dict(stream, gamma=1.0)),
-            "the sum run on past episode ends": explicit_reward_to_go(**dict(stream, episode_ends=np.zeros_like(
-                stream["episode_ends"]))),
-            "the recursion walked forward in time": forward_reward_to_go(**stream)}
+    return {mistake("reinforce/reward_to_go_not_discounted"): explicit_reward_to_go(**dict(stream, gamma=1.0)),
+            mistake("reinforce/reward_to_go_ignores_episode_ends"): explicit_reward_to_go(**dict(
+                stream, episode_ends=np.zeros_like(stream["episode_ends"]))),
+            "the recursion walked forward in time": forward_reward_to_go(**stream)}  # no catalogued mistake
 
 
 def test_reward_to_go_worked_example(impl):
-    returns = impl.discounted_reward_to_go(np.array([1.0, 1.0, 1.0]), np.array([0, 1, 0]), gamma=0.5)
+    stream = dict(rewards=np.array([1.0, 1.0, 1.0]), episode_ends=np.array([0, 1, 0]), gamma=0.5)
+    returns = impl.discounted_reward_to_go(**stream)
     assert isinstance(returns, np.ndarray), "NumPy in must give NumPy out"
     close(returns, [1.5, 1.0, 1.0], "the episode ends at step 1: G_0 = 1 + 0.5·1, and step 2 starts afresh",
-          readings={"1 + 1: rewards not discounted (γ = 1)": [2.0, 1.0, 1.0],
-                    "1 + 0.5·(1 + 0.5·1): the sum runs on past the episode's end": [1.75, 1.5, 1.0],
-                    "the recursion walked forward in time": [1.0, 1.0, 1.5]})
+          readings=lambda: reward_to_go_readings(stream))
 
 
 @given(stream=reward_streams(), flag_type=st.sampled_from([bool, np.int64, np.float64]))
@@ -329,7 +331,7 @@ def test_reward_to_go_is_the_rewards_kind_and_dtype_with_autograd(impl, stream, 
           "∂(Σ_t w_t G_t)/∂r_s must be Σ_t w_t γ^(s-t) over the steps t <= s of s's episode: every later reward "
           "of the episode reaches G_t through autograd (nothing detached on the way)",
           rtol=PRECISION[dtype], expected_dtype=dtype,
-          readings={"w_s: each G_t differentiated through r_t alone (the carried return detached)": weights})
+          readings={"w_s, " + mistake("reinforce/reward_to_go_carry_detached"): weights})
 
 
 # ---- entropy ---------------------------------------------------------------------------------------------------
@@ -368,12 +370,10 @@ def test_entropy_of_the_softmax_over_the_last_axis(impl, logits, shift):
         f"one entropy per distribution: logits of shape {logits.shape} give {logits.shape[:-1]}, the last axis "
         f"summed away; got {entropy.shape}")
     with np.errstate(all="ignore"):
-        readings = {"-Σ z log z of the logits themselves, as if they were probabilities":
-                    -(logits * np.log(logits)).sum(axis=-1)}
+        readings = {mistake("reinforce/entropy_of_probabilities_not_logits"): -(logits * np.log(logits)).sum(axis=-1)}
         if logits.ndim >= 2:
             across = logits - np.logaddexp.reduce(logits, axis=0, keepdims=True)
-            readings["-Σ p log p with the softmax taken over axis 0 (across the batch)"] = -(
-                np.exp(across) * across).sum(axis=-1)
+            readings[mistake("reinforce/entropy_over_wrong_axis")] = -(np.exp(across) * across).sum(axis=-1)
     close(entropy, explicit_entropy(logits), "entropy must be -Σ p log p with p = softmax(logits) over the last axis",
           rtol=1e-9, readings=readings)
     assert np.all(entropy >= 0.0) and np.all(entropy <= math.log(logits.shape[-1]) + 1e-12), (

@@ -8,7 +8,7 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tests.assertions import assert_differentiable, gradient, plain
+from tests.assertions import assert_differentiable, gradient, mistake, plain
 from kata.testing.strategies import IGNORED_VALUES, containers, float_dtypes, logits_and_ids, response_batches
 
 pytestmark = pytest.mark.response_masks
@@ -75,8 +75,8 @@ def _what_column_scores(row: np.ndarray, prompt_length: int, pad: int, eos: int,
     prompt_eos = [i for i in range(prompt_length) if row[i] == eos]
     hint = ""
     if prompt_eos and like_prompt_search:
-        hint = (f"; the row's mask is the one an EOS search from index 0 gives, but the EOS at index {prompt_eos[0]} "
-                f"is inside the prompt and does not end the response: EOS is searched from index {prompt_length} on")
+        hint = (f"; the row's mask is {mistake('response_masks/eos_searched_in_prompt')}: the EOS at index "
+                f"{prompt_eos[0]} is inside the prompt, and EOS is searched from index {prompt_length} on")
     elif end is not None and row[index] == pad:
         hint = f"; token {token} equals pad_token_id but comes before the EOS at index {end}: it is not padding"
     elif row[index] == pad:
@@ -113,7 +113,8 @@ def mask_row_discrepancy(row: np.ndarray, prompt_length: int, pad: int, eos: int
     if which is not None:
         return (f"every one of the mask is one column {which}: label column j scores token j + 1, so the mask is "
                 "the response's token mask shifted onto the labels input_ids[:, 1:]"
-                + (" (is it aligned with input_ids[:, :-1]?)" if which == "late" else "") + f"; {facts}")
+                + (f"; it equals {mistake('response_masks/mask_not_shifted')}" if which == "late" else "")
+                + f"; {facts}")
     searched_prompt = expected_mask_row(row, prompt_length, pad, eos, include_eos, eos_search_start=0)
     like_prompt_search = np.array_equal(actual, searched_prompt)
     reasons = [f"column {j} is {int(actual[j])}, expected {int(expected[j])}: "
@@ -398,8 +399,8 @@ def test_log_probs_at_column_j_score_token_j_plus_one(impl, pair):
     every = np.take_along_axis(torch.log_softmax(torch.from_numpy(logits), dim=-1).numpy(), ids[..., None],
                                axis=-1)[..., 0]  # every[b, t] = log_softmax(logits[b, t])[ids[b, t]]: token t at t
     if np.allclose(log_probs, every[:, :-1], rtol=1e-8, atol=1e-8):
-        why = ("it is log_softmax(logits[:, j])[input_ids[:, j]]: the logits at position j are scored against token "
-               "j, but they predict token j + 1; the labels are input_ids[:, 1:]")
+        why = (f"it is log_softmax(logits[:, j])[input_ids[:, j]], {mistake('response_masks/log_probs_not_shifted')}: "
+               "the logits at position j predict token j + 1; the labels are input_ids[:, 1:]")
     elif np.allclose(log_probs, every[:, 1:], rtol=1e-8, atol=1e-8):
         why = ("it is log_softmax(logits[:, j + 1])[input_ids[:, j + 1]]: each token is scored by the logits at its "
                "own position, but those predict the NEXT token; the logits are logits[:, :-1]")

@@ -29,7 +29,7 @@ from kata.rl.sequence_task import (
     sequence_rewards,
 )
 from kata.testing.training import sequence_smoke_verdict
-from tests.assertions import assert_differentiable, plain, which_reading
+from tests.assertions import assert_differentiable, mistake, plain, which_reading
 from kata.testing.loop_strategies import iteration_settings, loss_cases, token_id_pairs
 from kata.testing.strategies import IGNORED_VALUES, float_dtypes, prompt_major_rewards, sampling_cases, sequence_batches
 
@@ -127,19 +127,16 @@ def loss_misconceptions(actual: float, logits: torch.Tensor, batch: dict, old: t
     other = "sequence_mean" if reduction == "token_mean" else "token_mean"
     own_position = torch.log_softmax(logits[:, :-1], dim=-1).gather(-1, ids[:, :-1, None]).squeeze(-1).detach()
     candidates = [
-        ("the EOS that ends a response is left out of the loss: it is a response token the policy must learn to emit "
-         "(response_token_mask(..., include_eos=True)), or it never learns to stop",
-         new, mask * ~eos_columns(batch), reduction, 1.0),
-        ("the logits at position j are scored against token j instead of the token j + 1 they predict: the labels "
-         "are input_ids[:, 1:]", own_position, mask, reduction, 1.0),
-        ("the mask is one column late (aligned with input_ids[:, :-1] instead of the labels input_ids[:, 1:])",
-         new, late, reduction, 1.0),
-        ("prompt tokens are in the loss: only the response's label columns are", new, (labels != PAD_ID) * 1.0,
+        (mistake("rloo_loop/eos_excluded_from_loss"), new, mask * ~eos_columns(batch), reduction, 1.0),
+        (mistake("rloo_loop/causal_shift_off_by_one"), own_position, mask, reduction, 1.0),
+        (mistake("response_masks/mask_not_shifted"), new, late, reduction, 1.0),
+        (mistake("rloo_loop/prompt_tokens_in_loss"), new, (labels != PAD_ID) * 1.0, reduction, 1.0),
+        (mistake("response_masks/padding_in_mask"), new, np.maximum(mask, np.cumsum(mask, axis=1) > 0) * 1.0,
          reduction, 1.0),
-        ("padding after the response is in the loss", new,
-         np.maximum(mask, np.cumsum(mask, axis=1) > 0) * 1.0, reduction, 1.0),
-        ("the sign is flipped: the loss to minimise is MINUS the clipped objective", new, mask, reduction, -1.0),
-        (f"the {other} is taken instead of the {reduction}", new, mask, other, 1.0),
+        (mistake("rloo_loop/objective_returned_as_loss"), new, mask, reduction, -1.0),
+        # The token mean in place of the sequence mean is a catalogued mistake; the other way round is not.
+        (mistake("rloo_loop/reduction_not_forwarded") if other == "token_mean" else
+         f"the loss with the {other} taken instead of the {reduction}", new, mask, other, 1.0),
     ]
     expected = clipped_token_loss(new, old, advantages, mask, reduction, clip_epsilon)
     matches = []
@@ -153,7 +150,7 @@ def loss_misconceptions(actual: float, logits: torch.Tensor, batch: dict, old: t
     # all would blame mistakes the code may not have.
     if len(matches) != 1:
         return ""
-    return f"; the loss, {plain(actual)}, is the value when {matches[0]}"
+    return f"; the loss, {plain(actual)}, equals {matches[0]}"
 
 
 def what_position_predicts(batch: dict, row: int, position: int) -> str:
@@ -371,12 +368,12 @@ def rloo_readings(rewards: np.ndarray, group_size: int) -> dict[str, np.ndarray]
     groups = rewards.reshape(-1, group_size)
     prompts = groups.shape[0]
     readings = {
-        "r_i minus the mean of all G rewards, r_i included": (groups - groups.mean(axis=1, keepdims=True)).ravel(),
-        "r_i minus the other rewards' sum divided by G instead of G - 1":
+        mistake("rloo_loop/rloo_includes_self"): (groups - groups.mean(axis=1, keepdims=True)).ravel(),
+        mistake("baselines/rloo_divides_by_group_size"):
             (groups - (groups.sum(axis=1, keepdims=True) - groups) / group_size).ravel(),
     }
     if prompts > 1:  # groups gathered with a stride of `prompts` rows: rows k, k + prompts, ...
-        readings["RLOO over groups of rows k, k + P, k + 2P, ... (P prompts), which mix prompts"] = leave_one_out(
+        readings[mistake("rloo_loop/groups_across_prompts")] = leave_one_out(
             rewards.reshape(group_size, prompts).T.ravel(), group_size).reshape(prompts, group_size).T.ravel()
     return readings
 
@@ -726,25 +723,10 @@ ITERATION_BATCH = dict(
 ITERATION_REWARDS = np.array([1.0, 0.0, 2 / 3, 1.0, 1 / 3, 2 / 3])
 
 
-def explicit_iteration(model, rewards, group_size, epochs, clip_epsilon, lr):
-    """RLOO per prompt, old log-probs frozen once, `epochs` SGD steps on the clipped token_mean loss."""
-    ids = torch.as_tensor(ITERATION_BATCH["input_ids"])
-    mask = torch.as_tensor(expected_mask(ITERATION_BATCH), dtype=torch.float32)
-    advantages = torch.as_tensor(leave_one_out(rewards, group_size), dtype=torch.float32)[:, None]
-    with torch.no_grad():
-        old = label_log_probs(model(ids), ids)
-    losses = []
-    for _ in range(epochs):
-        ratio = torch.exp(label_log_probs(model(ids), ids) - old)
-        surrogate = torch.minimum(ratio * advantages, ratio.clamp(1 - clip_epsilon, 1 + clip_epsilon) * advantages)
-        loss = -(surrogate * mask).sum() / mask.sum()
-        model.zero_grad()
-        loss.backward()
-        with torch.no_grad():
-            for parameter in model.parameters():
-                parameter -= lr * parameter.grad
-        losses.append(float(loss.detach()))
-    return old, losses
+def frozen_old_log_probs_readings(losses: list[float]) -> dict[str, np.ndarray]:
+    """The epochs' losses when each is the first epoch's: the ratio is 1 at every epoch, or no step is taken."""
+    return {"the first epoch's loss at every epoch, " + mistake("rloo_loop/old_log_probs_not_frozen")
+            + ", or what taking no step gives": np.full(len(losses), losses[0])}
 
 
 def run_iteration(impl, model, epochs, lr=0.5, clip_epsilon=0.2):
@@ -759,17 +741,16 @@ def test_one_iteration_is_rloo_with_frozen_old_log_probs_and_clipped_token_steps
     model = make_policy(seed=1, hidden_size=8)
     reference = copy.deepcopy(model)
     result = run_iteration(impl, model, epochs=3)
-    old, losses = explicit_iteration(reference, ITERATION_REWARDS, 3, epochs=3, clip_epsilon=0.2, lr=0.5)
+    # RLOO per prompt, old log-probs frozen once, 3 SGD steps on the clipped token_mean loss.
+    old, losses = replica_iteration(reference, ITERATION_BATCH["input_ids"], expected_mask(ITERATION_BATCH),
+                                    leave_one_out(ITERATION_REWARDS, 3), 3, 0.2, "token_mean", lr=0.5)
     np.testing.assert_allclose(result.epoch_losses[0], losses[0], rtol=1e-5, atol=1e-7,
                                err_msg="the first epoch's loss: minus the token mean of the RLOO advantages")
     np.testing.assert_allclose(
         result.epoch_losses, losses, rtol=1e-4, atol=1e-6,
         err_msg="the epochs' losses differ from PPO's with old log-probs frozen once before the first epoch, the "
         "clipped token_mean loss and one optimizer step per epoch (the first epoch agrees)"
-        + which_reading(result.epoch_losses, losses, {
-            "the first epoch's loss at every epoch, as when the ratio is 1 at every epoch (old log-probs "
-            "recomputed with the current policy) or no step is taken": np.full(len(losses), losses[0])},
-            rtol=1e-4, atol=1e-6),
+        + which_reading(result.epoch_losses, losses, frozen_old_log_probs_readings(losses), rtol=1e-4, atol=1e-6),
     )
     for (name, parameter), expected in zip(model.named_parameters(), reference.parameters()):
         np.testing.assert_allclose(
@@ -878,10 +859,7 @@ def test_the_iteration_forwards_every_argument(impl, case):
         result.epoch_losses, losses, rtol=1e-4, atol=1e-6, err_msg=(
             "the epochs' losses differ from PPO's with old log-probs frozen once before the first epoch, the "
             f"clipped loss at the clip_epsilon given, the reduction given and one optimizer step per epoch{where}")
-        + which_reading(result.epoch_losses, losses, {
-            "the first epoch's loss at every epoch, as when the ratio is 1 at every epoch (old log-probs "
-            "recomputed with the current policy) or no step is taken": np.full(len(losses), losses[0])},
-            rtol=1e-4, atol=1e-6))
+        + which_reading(result.epoch_losses, losses, frozen_old_log_probs_readings(losses), rtol=1e-4, atol=1e-6))
     for (name, parameter), expected in zip(model.named_parameters(), reference.parameters()):
         np.testing.assert_allclose(parameter.detach(), expected.detach(), rtol=1e-4, atol=1e-6, err_msg=(
             f"{name} after the iteration differs from {case['ppo_epochs']} steps on minus the clipped objective "

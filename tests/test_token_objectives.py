@@ -10,7 +10,7 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tests.assertions import assert_differentiable, gradient, plain, which_reading
+from tests.assertions import assert_differentiable, gradient, mistake, plain, which_reading
 from kata.testing.strategies import (
     IGNORED_VALUES,
     containers,
@@ -140,8 +140,7 @@ def test_seed_example(impl):
         f"prompt and padding terms must be exactly 0; the pessimistic terms there are {plain(pessimistic[masked])}: "
         "a row's advantage applies only at its response tokens"
         + which_reading(pessimistic[masked], np.zeros(masked.sum()), {
-            "each row's advantage times ratio 1: the ratio is masked there but the advantage is kept":
-                row_advantages}, lead="; they equal ")
+            mistake("token_objectives/masked_terms_keep_the_advantage"): row_advantages}, lead="; they equal ")
     )
     arguments = {k: SEED_BATCH[k] for k in ("new_log_probs", "old_log_probs", "mask")}
     token_log_ratios = SEED_BATCH["new_log_probs"] - SEED_BATCH["old_log_probs"]
@@ -151,7 +150,7 @@ def test_seed_example(impl):
             f"the sequence log-ratios are {plain(log_ratio)}, expected [-0.1, -0.1]: sum new - old over the response "
             "tokens only, row 0: 0.3 - 0.3 - 0.1 = -0.1, row 1: 0.2 - 0.3 = -0.1"
             + which_misreading(log_ratio, [-0.1, -0.1], {
-                "the sum over every column, prompt and padding included (use the mask)": token_log_ratios.sum(1),
+                mistake("token_objectives/mask_ignored_in_sequence_ratio"): token_log_ratios.sum(1),
                 "the mean over the response tokens, not their sum": [-0.1 / 3, -0.1 / 2]})
         )
     sequence_ratio = impl.sequence_probability_ratio(**arguments)
@@ -163,9 +162,9 @@ def test_seed_example(impl):
             "both rows: a response's probability is the PRODUCT of its tokens' probabilities, so its ratio is the "
             "product of the token ratios, exp(sum of the log-ratios), over the response tokens only"
             + which_misreading(sequence_ratio, expected_ratio, {
-                "the mean of the token ratios": [r.mean() for r in response_ratios],
+                mistake("token_objectives/sequence_ratio_mean_of_token_ratios"): [r.mean() for r in response_ratios],
                 "exp of the mean log-ratio": [np.exp(-0.1 / 3), np.exp(-0.1 / 2)],
-                "the product over every column, prompt and padding included": np.exp(token_log_ratios.sum(1))})
+                mistake("token_objectives/mask_ignored_in_sequence_ratio"): np.exp(token_log_ratios.sum(1))})
         )
     # Row 0: A = 1.5, ratios e^0.3 (clipped to 1.2), e^-0.3, e^-0.1. Row 1: A = -0.8, ratios e^0.2, e^-0.3 (clipped
     # to 0.8). Row sums 4.268483 and -1.617122; 3 and 2 response tokens.
@@ -177,16 +176,16 @@ def test_seed_example(impl):
         "sequence_mean": "(4.268483 / 3 + (-1.617122) / 2) / 2 rows = 0.307133",
         "sequence_sum_mean": "(4.268483 + (-1.617122)) / 2 rows = 1.325681",
     }
+    flipped = mistake("token_objectives/objective_sign_flipped")
     misreadings = {
-        "token_mean": {"the objective's negative (the sign is flipped: this is the objective to maximise)":
-                       -expected["token_mean"],
-                       "the sum divided by the number of rows B = 2, not by the 5 response tokens": sums.sum() / 2,
-                       "the sum divided by all 12 padded positions, not by the 5 response tokens": sums.sum() / 12},
-        "sequence_mean": {"the objective's negative (the sign is flipped)": -expected["sequence_mean"],
-                          "each row divided by the padded length 6, not by its response length":
+        "token_mean": {flipped: -expected["token_mean"],
+                       mistake("token_objectives/token_mean_divides_by_batch"): sums.sum() / 2,
+                       mistake("token_objectives/token_mean_divides_by_padded_size"): sums.sum() / 12},
+        "sequence_mean": {flipped: -expected["sequence_mean"],
+                          mistake("token_objectives/sequence_mean_divides_by_padded_length"):
                           (sums[0] / 6 + sums[1] / 6) / 2,
                           "the token_mean": expected["token_mean"]},
-        "sequence_sum_mean": {"the objective's negative (the sign is flipped)": -expected["sequence_sum_mean"],
+        "sequence_sum_mean": {flipped: -expected["sequence_sum_mean"],
                               "the sum over the batch, not its mean over rows": sums.sum()},
     }
     for reduction, value in expected.items():
@@ -219,8 +218,7 @@ def test_terms_are_ppo_terms_at_response_tokens_and_neutral_elsewhere(impl, batc
             err_msg=f"{name}: at a response token, PPO's term with the response's advantage (one advantage per "
             "row, shared by its tokens); at a masked position, ratio 1 and terms 0"
             + (which_reading(got, expected, {
-                "exp(new) / exp(old), which is 0 / 0 = NaN for log-probs this far below 0 (exp underflows to 0); "
-                "exp(new - old) is exact": quotient}) if name == "ratio" else ""),
+                mistake("token_objectives/ratio_as_quotient_of_probabilities"): quotient}) if name == "ratio" else ""),
         )
     assert np.all(terms[0][masked] == 1.0), "masked ratios must be exactly 1 (the multiplicative identity)"
     for name, term in zip(("unclipped", "clipped", "pessimistic"), terms[1:]):
@@ -317,8 +315,7 @@ def test_gradient_is_ppos_at_each_response_token(impl, batch, reduction):
         found, expected, rtol=1e-9, atol=1e-12,
         err_msg=f"{reduction}: d objective / d new_log_prob must be ratio * A * (the token's weight) where the clip "
         "does not bind and 0 where it does (the advantages and old log-probs are constants)"
-        + which_reading(found, expected, {"its negative: the loss's gradient, where the objective to maximise is "
-                                          "documented": -expected}, atol=1e-12),
+        + which_reading(found, expected, {mistake("token_objectives/objective_sign_flipped"): -expected}, atol=1e-12),
     )
 
 
@@ -336,22 +333,23 @@ def test_each_reduction_matches_its_formula(impl, batch):
         found["token_mean"], token_mean, **TIGHT,
         err_msg="token_mean = sum(m * l) / sum(m): every response token of the batch weighs the same"
         + which_reading(found["token_mean"], token_mean, {
-            "the sum divided by the number of rows B": sums.sum() / rows,
-            "the sum divided by every padded position B * L": sums.sum() / (rows * width),
-            "the objective's negative": -token_mean}),
+            mistake("token_objectives/token_mean_divides_by_batch"): sums.sum() / rows,
+            mistake("token_objectives/token_mean_divides_by_padded_size"): sums.sum() / (rows * width),
+            mistake("token_objectives/objective_sign_flipped"): -token_mean}),
     )
     np.testing.assert_allclose(
         found["sequence_mean"], sequence_mean, **TIGHT,
         err_msg="sequence_mean = mean over rows of (row sum / row's response length); an empty row contributes 0 "
         "and still counts in B" + which_reading(found["sequence_mean"], sequence_mean, {
-            "each row divided by the padded length L": np.mean(sums / width),
-            "the token_mean": token_mean, "the objective's negative": -sequence_mean}),
+            mistake("token_objectives/sequence_mean_divides_by_padded_length"): np.mean(sums / width),
+            "the token_mean": token_mean, mistake("token_objectives/objective_sign_flipped"): -sequence_mean}),
     )
     np.testing.assert_allclose(
         found["sequence_sum_mean"], sums.mean(), **TIGHT,
         err_msg="sequence_sum_mean = mean over rows of each row's sum over its response tokens"
-        + which_reading(found["sequence_sum_mean"], sums.mean(), {"the sum over rows, not its mean": sums.sum(),
-                                                                  "the objective's negative": -sums.mean()}),
+        + which_reading(found["sequence_sum_mean"], sums.mean(), {
+            "the sum over rows, not its mean": sums.sum(),
+            mistake("token_objectives/objective_sign_flipped"): -sums.mean()}),
     )
 
 
@@ -477,10 +475,10 @@ def test_sequence_ratio_is_the_product_of_token_ratios(impl, batch):
         ratio, product, rtol=1e-10 + log_ratio_tolerance(batch).max(),
         err_msg="the response's probability ratio is the PRODUCT of its token ratios, over response tokens only"
         + which_reading(ratio, product, {
-            "the mean of the token ratios": np.where(response, token_ratios, 0.0).sum(axis=1) / counts,
+            mistake("token_objectives/sequence_ratio_mean_of_token_ratios"):
+                np.where(response, token_ratios, 0.0).sum(axis=1) / counts,
             "exp of the mean token log-ratio": np.exp(np.log(token_ratios).sum(axis=1) / counts),
-            "exp(sum new) / exp(sum old), which is 0 / 0 = NaN when the log-probs are far below 0 (exp underflows); "
-            "exp of the summed log-ratio is exact": quotient}, rtol=1e-10),
+            mistake("token_objectives/sequence_ratio_as_quotient_of_probabilities"): quotient}, rtol=1e-10),
     )
     response_sum = (np.where(batch["mask"] == 1, batch["new_log_probs"] - batch["old_log_probs"], 0.0)).sum(axis=1)
     tolerance = log_ratio_tolerance(batch)

@@ -48,10 +48,6 @@ class Concept:
     variants: tuple[Variant, ...] = ()
 
     @property
-    def marker(self) -> str:
-        return self.name
-
-    @property
     def guide_section(self) -> str:
         """``GUIDE.md §3``: where the study guide explains the concept."""
         return f"{GUIDE} §{self.number}"

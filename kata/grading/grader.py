@@ -155,7 +155,7 @@ class Grader:
 
     def _command(self, impl: Path, concepts: Iterable[Concept], report: Path) -> list[str]:
         concepts = list(concepts)  # read twice below
-        selection = " or ".join(c.marker for c in concepts)
+        selection = " or ".join(c.name for c in concepts)
         marker = f"({selection})" + ("" if self.include_slow else " and not slow")
         # The copy's ini file and rootdir, named outright: a submission that lives in a clone of the kata (with its
         # own pyproject.toml) must not become pytest's rootdir. `--impl=PATH` in one word, so pytest does not take

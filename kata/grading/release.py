@@ -220,7 +220,7 @@ the course's own copy of the tests.
 def grading_command(concept: Concept) -> str:
     """What a concept's graded step runs: every test of the concept, slow ones included, on exercises/, under the
     derandomized profile grading uses (every push meets the same examples)."""
-    return (f"KATA_HYPOTHESIS_PROFILE=ci python -m pytest tests/test_{concept.name}.py -m {concept.marker} "
+    return (f"KATA_HYPOTHESIS_PROFILE=ci python -m pytest tests/test_{concept.name}.py -m {concept.name} "
             "--impl exercises -q -p no:cacheprovider --kata-no-progress")
 
 

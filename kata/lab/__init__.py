@@ -6,7 +6,7 @@
 Five sections, in the seed notebook's order:
 
 1. the baseline simulation (the three estimators' spread, the predicted and observed ``(G-1)/G``);
-2. the GAE example with separate bootstrap and trace masks (``[8.0, 100.0]``);
+2. the GAE example with separate bootstrap and trace masks (``kata.lab.plan.GAE_EXAMPLE``);
 3. PPO on CartPole over the profile's seeds (learning curve, and the diagnostics of the first seed);
 4. the response mask, local and sequence ratios and the three reductions, on the seed's arrays;
 5. the tiny RLOO/PPO run of an autoregressive policy (reward and success curves, the first rollout's rows, the

@@ -74,7 +74,7 @@ def plain(value: Any) -> Any:
     return value
 
 
-def floats(values: Any) -> np.ndarray:
+def float_array(values: Any) -> np.ndarray:
     """A float64 array of ``values`` in which None (a NaN in results.json) is NaN again."""
     return np.array([math.nan if v is None else v for v in np.asarray(values, dtype=object).ravel()],
                     dtype=np.float64).reshape(np.shape(values))

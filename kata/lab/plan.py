@@ -56,7 +56,9 @@ def plan_for(profile: str) -> LabPlan:
     return LabPlan("full", baseline_groups=400_000, ppo_seeds=(11, 37, 71, 101, 131))
 
 
-# The seed's GAE example: record 0 is cut by the rollout buffer but not terminal, record 1 is a terminal.
+# The seed's GAE example, the one place it is written (the lab, the notebook and the tests read it; the docstring
+# of gae_advantages shows it, which a frame test checks): record 0 is cut by the rollout buffer but not terminal, so
+# it bootstraps and nothing of record 1 reaches it; record 1 is a terminal.
 GAE_EXAMPLE = {
     "rewards": [1.0, 100.0],
     "values": [2.0, 0.0],
@@ -67,6 +69,14 @@ GAE_EXAMPLE = {
     "gae_lambda": 1.0,
 }
 GAE_EXPECTED = [8.0, 100.0]
+
+
+def gae_example_arrays() -> dict[str, Any]:
+    """``GAE_EXAMPLE`` as keyword arguments of ``gae_advantages``: its lists as new NumPy arrays."""
+    import numpy as np  # here, not at the top: `kata status` reads this module and must not wait for NumPy
+
+    return {key: np.array(value) if isinstance(value, list) else value for key, value in GAE_EXAMPLE.items()}
+
 
 MASK_EXAMPLE = {
     # Token positions: BOS, prompt_1, prompt_2, response_1, response_2, EOS, PAD.

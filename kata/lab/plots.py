@@ -145,27 +145,25 @@ def ppo_diagnostics(history: Mapping[str, Sequence[float]], seed: int) -> Figure
 
 def sequence_reward_curve(history: Mapping[str, Sequence[float]]) -> Figure:
     """The tiny sequence policy's mean evaluation reward against RLOO iterations."""
-    figure = Figure(figsize=(9.0, 4.6), layout="constrained")
-    ax = figure.add_subplot()
-    ax.plot(history["iteration"], history["evaluation_mean_reward"], marker="o", markersize=3)
-    ax.set_ylim(-0.02, 1.05)
-    ax.set_xlabel("RLOO iteration")
-    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
-    ax.set_ylabel("mean evaluation reward (verifier, 0 to 1)")
-    ax.set_title("A tiny autoregressive policy learns from a verifiable reward")
-    ax.grid(alpha=0.25)
-    return figure
+    return _rloo_curve(history, "evaluation_mean_reward", "mean evaluation reward (verifier, 0 to 1)",
+                       "A tiny autoregressive policy learns from a verifiable reward")
 
 
 def sequence_success_curve(history: Mapping[str, Sequence[float]]) -> Figure:
     """The share of sampled responses that are exactly right, against RLOO iterations."""
+    return _rloo_curve(history, "success_rate", "exact-response success rate",
+                       "Whole-response success during training (sampled responses)", color="tab:green")
+
+
+def _rloo_curve(history: Mapping[str, Sequence[float]], key: str, ylabel: str, title: str, **style: str) -> Figure:
+    """``history[key]``, a quantity between 0 and 1, against RLOO iterations."""
     figure = Figure(figsize=(9.0, 4.6), layout="constrained")
     ax = figure.add_subplot()
-    ax.plot(history["iteration"], history["success_rate"], marker="o", markersize=3, color="tab:green")
+    ax.plot(history["iteration"], history[key], marker="o", markersize=3, **style)
     ax.set_ylim(-0.02, 1.05)
     ax.set_xlabel("RLOO iteration")
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
-    ax.set_ylabel("exact-response success rate")
-    ax.set_title("Whole-response success during training (sampled responses)")
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
     ax.grid(alpha=0.25)
     return figure

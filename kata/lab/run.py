@@ -235,7 +235,7 @@ def _gae(run: LabRun, impl: Any, record: dict[str, Any]) -> None:
                           "first_record_target": target}
     run.say(f"    advantages {np.round(advantages, 6).tolist()} (expected {GAE_EXPECTED}); "
             f"first record's value target {target:g}")
-    run.check(record, "the seed's GAE example gives [8.0, 100.0]",
+    run.check(record, f"the seed's GAE example gives {GAE_EXPECTED}",
               advantages.shape == (2,) and bool(np.allclose(advantages, GAE_EXPECTED)),
               f"got {np.round(advantages, 6).tolist()}: record 0 must bootstrap from next_values (it is not "
               "terminated) and its recursion must stop at its trace cut")

@@ -15,8 +15,8 @@ from typing import Any
 import numpy as np
 
 from kata.concepts.contracts.token_objectives import REDUCTIONS
-from kata.lab.outcome import as_numpy, floats, plain
-from kata.lab.plan import GAE_EXAMPLE, MASK_EXAMPLE, LabPlan
+from kata.lab.outcome import as_numpy, float_array, plain
+from kata.lab.plan import GAE_EXAMPLE, MASK_EXAMPLE, LabPlan, gae_example_arrays
 from kata.testing.training import SOLVED_RETURN, solved_and_held
 
 # ---- 1. baselines -------------------------------------------------------------------------------------------------
@@ -34,12 +34,8 @@ def baselines(impl: Any, plan: LabPlan) -> dict[str, float]:
 
 def gae_example(impl: Any) -> dict[str, Any]:
     """The seed's two-record GAE example: ``advantages`` (float64 [2]) and record 0's ``first_record_target``."""
-    e = GAE_EXAMPLE
-    advantages = impl.gae_advantages(
-        np.array(e["rewards"]), np.array(e["values"]), np.array(e["next_values"]), np.array(e["terminated"]),
-        np.array(e["trace_cuts"]), gamma=e["gamma"], gae_lambda=e["gae_lambda"])
-    advantages = as_numpy(advantages).astype(np.float64)
-    return {"advantages": advantages, "first_record_target": e["values"][0] + float(advantages[0])}
+    advantages = as_numpy(impl.gae_advantages(**gae_example_arrays())).astype(np.float64)
+    return {"advantages": advantages, "first_record_target": GAE_EXAMPLE["values"][0] + float(advantages[0])}
 
 
 # ---- 3. PPO on CartPole -------------------------------------------------------------------------------------------
@@ -81,8 +77,8 @@ def ppo_summary(impl: Any, runs: list[dict[str, Any]]) -> dict[str, Any]:
     curve = impl.aggregate_training_runs(runs)
     per_seed = []
     for result in runs:
-        steps = floats(result["history"]["environment_steps"])
-        evaluations = floats(result["history"]["evaluation_mean"])
+        steps = float_array(result["history"]["environment_steps"])
+        evaluations = float_array(result["history"]["evaluation_mean"])
         evaluated = np.isfinite(evaluations)
         late = evaluated & (steps >= 0.8 * result["environment_steps"])
         reached = np.flatnonzero(evaluated & (evaluations >= SOLVED_RETURN))

@@ -100,7 +100,7 @@ def diagnosis_available() -> bool:
 def pytest_arguments(c: Concept, slow: bool, diagnosis_file: Path | None = None) -> list[str]:
     """pytest's arguments for one concept's check: its test module only, on exercises/, under the grader's deadline;
     with ``diagnosis_file``, the catalogue's plugin diagnoses a failed concept into it."""
-    marker = c.marker if slow else f"{c.marker} and not slow"
+    marker = c.name if slow else f"{c.name} and not slow"
     # The plugin's deadline, not pytest-timeout's alone: Hypothesis swallows pytest-timeout's exception and runs
     # an endless loop again with no alarm left (see kata.testing.progress).
     deadline = SLOW_TEST_TIMEOUT if slow else DEFAULT_TEST_TIMEOUT

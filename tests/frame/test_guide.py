@@ -16,7 +16,7 @@ import pytest
 
 from kata.catalogue import stubs
 from kata.concepts.impl import REPOSITORY_ROOT as ROOT
-from kata.concepts.manifest import CONCEPTS
+from kata.concepts.manifest import CONCEPTS, concept
 from kata.grading import release
 
 pytestmark = pytest.mark.frame
@@ -159,3 +159,58 @@ def test_the_guide_stays_a_study_guide():
     assert size <= GUIDE_LIMIT, (
         f"GUIDE.md holds {size} characters, over {GUIDE_LIMIT}: move library details to docs/libraries.md and "
         "figures to docs/benchmarks.md")
+
+
+# ---- the common mistakes -----------------------------------------------------------------------------------------
+# A section's "**Common mistakes.**" paragraph is the guide's short list of its concept's catalogue: each item (the
+# parts between semicolons and commas, an aside in parentheses left out) is written in the words of one mistake of
+# kata/concepts/course.toml, its name or its misunderstanding, so that the list cannot drift from the catalogue.
+
+COMMON_MISTAKES = "**Common mistakes.**"
+FILLER = set("a an and are as at be by for from has in into is it its of on or than that the their they this to "
+             "was were when with".split())
+SPELLED = {"γ": " gamma ", "λ": " lambda ", "ε": " eps ", "π": " pi "}
+
+
+def word_stems(text: str) -> set[str]:
+    """The words of ``text`` that carry meaning, lower case, each cut to a rough stem (bootstrapping, bootstraps:
+    bootstrap), possessives dropped and Greek letters spelt as the course data spells them."""
+    text = re.sub(r"['’]s\b", "", text.lower())
+    for letter, word in SPELLED.items():
+        text = text.replace(letter, word)
+    stems = set()
+    for word in re.findall(r"[a-z0-9]+|[<>=]+", text):
+        for ending in ("ing", "ed", "es", "s"):
+            if word.endswith(ending) and len(word) - len(ending) >= 3:
+                word = word[:-len(ending)]
+                break
+        if len(word) > 3 and word[-1] == word[-2]:  # runn(ing), cutt(ing)
+            word = word[:-1]
+        stems.add(word)
+    return stems - FILLER
+
+
+def common_mistakes(section: str) -> list[str]:
+    """The items of a section's common-mistakes paragraph ([] when it has none)."""
+    if COMMON_MISTAKES not in section:
+        return []
+    paragraph = section.split(COMMON_MISTAKES, 1)[1].split("\n\n", 1)[0].replace("\n", " ").replace("`", "")
+    paragraph = re.sub(r"\s\([^)]*\)", "", paragraph)
+    return [item.strip(" .") for item in re.split(r";|, or | or |, ", paragraph) if item.strip(" .")]
+
+
+@pytest.mark.parametrize("name", [c.name for c in CONCEPTS])
+def test_the_guides_common_mistakes_are_catalogued_mistakes(name):
+    c = concept(name)
+    guide = (ROOT / "GUIDE.md").read_text(encoding="utf-8")
+    section = guide.split(f"\n## {c.guide_heading}\n", 1)[1].split("\n## ", 1)[0]
+    items = common_mistakes(section)
+    assert items, f"GUIDE.md's section {c.guide_heading!r} lists its common mistakes after {COMMON_MISTAKES}"
+    catalogue = {m.name: word_stems(f"{m.name.replace('_', ' ')} {m.misunderstanding}") for m in c.mistakes}
+    for item in items:
+        closest = min(catalogue, key=lambda m: len(word_stems(item) - catalogue[m]))
+        missing = sorted(word_stems(item) - catalogue[closest])
+        assert not missing, (
+            f"GUIDE.md §{c.number} names the common mistake {item!r}, which is no catalogued mistake of {name} in "
+            f"kata/concepts/course.toml: the closest, {closest}, has no word for {missing}; write the item in the "
+            "catalogue's words, or catalogue the mistake")

@@ -15,14 +15,14 @@ import pytest
 from kata.concepts import impl as implementations
 from kata.concepts.manifest import CONCEPTS, MAX_POINTS, concept
 from kata.concepts.package import export_map
+from kata.lab.plan import GAE_EXPECTED, gae_example_arrays
 
 pytestmark = pytest.mark.frame
 
 ROOT = implementations.REPOSITORY_ROOT
 SOLUTIONS = ROOT / "solutions"
 EXERCISES = ROOT / "exercises"
-GAE_EXAMPLE = dict(rewards=np.array([1.0, 100.0]), values=np.array([2.0, 0.0]), next_values=np.array([10.0, 0.0]),
-                   terminated=np.array([False, True]), trace_cuts=np.array([True, True]), gamma=0.9, gae_lambda=1.0)
+GAE_EXAMPLE = gae_example_arrays()
 
 
 def copy_of_solutions(destination: Path) -> Path:
@@ -34,7 +34,7 @@ def test_named_packages_load(impl, given_stubs):
     solutions = implementations.load("solutions")
     assert solutions.package_name == "solutions", (
         f"--impl solutions loads the package named solutions: {solutions.package_name!r}")
-    np.testing.assert_allclose(solutions.gae_advantages(**GAE_EXAMPLE), [8.0, 100.0],
+    np.testing.assert_allclose(solutions.gae_advantages(**GAE_EXAMPLE), GAE_EXPECTED,
                                err_msg="--impl solutions runs the reference's gae_advantages")
     exercises = implementations.load("exercises")
     assert exercises.package_name == "exercises", (
@@ -49,7 +49,7 @@ def test_a_folder_under_any_name_loads_privately(tmp_path):
     submission = copy_of_solutions(tmp_path / "submissions" / "student-7")
     loaded = implementations.load(str(submission))
     assert loaded.package_name.startswith("kata_submission_"), "a submission gets a private package name"
-    np.testing.assert_allclose(loaded.gae_advantages(**GAE_EXAMPLE), [8.0, 100.0],
+    np.testing.assert_allclose(loaded.gae_advantages(**GAE_EXAMPLE), GAE_EXPECTED,
                                err_msg="a submission folder's gae_advantages runs as written")
     assert loaded.module("gae").__file__.startswith(str(submission)), "the code must come from the folder"
     assert {name: sys.modules.get(name) for name in before} == before, "installed packages must not be disturbed"
@@ -99,10 +99,10 @@ def test_a_mistake_is_bound_everywhere_in_a_private_copy():
     wrong = implementations.load("solutions", mistake="gae/recursion_leaks_across_cuts")
     assert wrong.package_name != "solutions", (
         f"a mistake is loaded under a private package name: {wrong.package_name!r}")
-    assert not np.allclose(wrong.gae_advantages(**GAE_EXAMPLE), [8.0, 100.0]), (
+    assert not np.allclose(wrong.gae_advantages(**GAE_EXAMPLE), GAE_EXPECTED), (
         "the bound mistake changes gae_advantages' result on the worked example")
     right = implementations.load("solutions")
-    np.testing.assert_allclose(right.gae_advantages(**GAE_EXAMPLE), [8.0, 100.0],
+    np.testing.assert_allclose(right.gae_advantages(**GAE_EXAMPLE), GAE_EXPECTED,
                                err_msg="binding a mistake into one load leaves the next load of solutions as it was")
     with pytest.raises(ValueError, match="mistake must be"):
         implementations.load("solutions", mistake="gae/no_such_mistake")

@@ -7,6 +7,8 @@ section runs, draws and reports, not that the agents learn (the concepts' slow t
 from __future__ import annotations
 
 import dataclasses
+import doctest
+import inspect
 import io
 import json
 import re
@@ -16,9 +18,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from kata.concepts.impl import REPOSITORY_ROOT
+from kata.concepts.impl import REPOSITORY_ROOT, load
 from kata.lab.outcome import plain
-from kata.lab.plan import SECTION_FIGURES, SECTION_TITLES, plan_for
+from kata.lab.plan import GAE_EXAMPLE, GAE_EXPECTED, SECTION_FIGURES, SECTION_TITLES, plan_for
 from kata.lab.run import main, run_lab
 from kata.concepts.manifest import concept, concept_of_export
 
@@ -38,6 +40,21 @@ from kata.concepts.stub import not_implemented
 def gae_advantages(rewards, values, next_values, terminated, trace_cuts, gamma, gae_lambda):
     raise not_implemented("gae_advantages")
 '''
+
+
+def test_the_docstring_example_of_gae_advantages_is_the_labs():
+    """The example is written once, in kata.lab.plan; the docstring (a doctest, copied into the stub) shows it."""
+    function = load("solutions").gae_advantages
+    examples = doctest.DocTestParser().get_examples(function.__doc__)
+    calls = []
+    namespace = {"gae_advantages": lambda *args, **kwargs: calls.append(
+        inspect.signature(function).bind(*args, **kwargs).arguments)}
+    for example in examples:
+        exec(example.source, namespace)
+    assert len(calls) == 1 and plain(dict(calls[0])) == GAE_EXAMPLE, (
+        f"gae_advantages' docstring example calls it once, on kata.lab.plan.GAE_EXAMPLE {GAE_EXAMPLE}: {calls}")
+    shown = eval(examples[-1].want, {"array": np.array})  # noqa: S307 (the reference's own docstring)
+    np.testing.assert_allclose(shown, GAE_EXPECTED, err_msg="the docstring shows kata.lab.plan.GAE_EXPECTED")
 
 
 def _lab(tmp_path: Path, impl: str, plan=TINY, jobs: int = 1) -> tuple[int, Path, list[str], dict]:
@@ -131,10 +148,11 @@ def test_every_section_runs_on_the_reference_and_writes_its_figures(reference):
 
 def test_results_hold_the_seed_notebooks_numbers(reference):
     _, _, _, results = reference
-    np.testing.assert_allclose(results["gae"]["advantages"], [8.0, 100.0],
-                               err_msg="the lab's GAE section reproduces the two-mask worked example, [8, 100]")
-    assert results["gae"]["first_record_target"] == pytest.approx(10.0), (
-        f"the first record's target is 10.0: {results['gae']['first_record_target']}")
+    np.testing.assert_allclose(results["gae"]["advantages"], GAE_EXPECTED,
+                               err_msg=f"the lab's GAE section reproduces the two-mask worked example, {GAE_EXPECTED}")
+    target = GAE_EXAMPLE["values"][0] + GAE_EXPECTED[0]
+    assert results["gae"]["first_record_target"] == pytest.approx(target), (
+        f"the first record's target is V_0 + A_0 = {target}: {results['gae']['first_record_target']}")
     masks = results["masks"]
     assert masks["mask"] == [[0, 0, 1, 1, 1, 0], [0, 1, 1, 0, 0, 0]], (
         f"the seed notebook's padding mask: {masks['mask']}")
