@@ -6,9 +6,7 @@ student's code and ``solutions.train_ppo`` with the reference. It never imports 
 update does is here, in plain torch, commented once where it happens.
 
 Every random choice comes from generators derived from ``config.seed``, and torch runs on ``config.torch_threads``
-threads, so a seed reproduces the history bit for bit. ``config.speedups`` (on by default) is the one switch to
-code outside this module: kata.rl.speedups.Adam, torch.optim.Adam's update without the class's start-up cost (what it
-saves: docs/benchmarks.md). The history is the same bit for bit either way.
+threads, so a seed reproduces the history bit for bit.
 """
 
 from __future__ import annotations
@@ -24,10 +22,9 @@ import numpy as np
 import torch
 
 from kata.concepts.arrays import check_choice, check_integer, check_non_negative, check_positive, check_probability
-from kata.concepts.arrays import torch_threads
 from kata.rl import PROFILES
 from kata.rl.cartpole import ACTION_COUNT, MAX_EPISODE_STEPS, OBSERVATION_SIZE, CartPoleBatch, step_states
-from kata.rl.networks import Actor, Critic, action_log_probs
+from kata.rl.networks import Actor, Adam, Critic, action_log_probs, torch_threads
 
 @dataclass(frozen=True)
 class PPOConfig:
@@ -61,7 +58,6 @@ class PPOConfig:
     evaluation_episodes: int = 10
     max_episode_steps: int = MAX_EPISODE_STEPS
     torch_threads: int | None = 1  # None leaves torch's setting alone; tiny networks run fastest on one thread
-    speedups: bool = True  # kata.rl.speedups.Adam instead of torch.optim.Adam: the same update, sooner started
 
     def __post_init__(self) -> None:
         check_integer("seed", self.seed, 0)
@@ -177,10 +173,6 @@ def run_ppo(
     """
     if not isinstance(config, PPOConfig):
         raise ValueError(f"config must be a PPOConfig (see profile_config); got {type(config).__name__}")
-    if config.speedups:
-        from kata.rl.speedups import Adam
-    else:
-        Adam = torch.optim.Adam
     with torch_threads(config.torch_threads):
         started = time.perf_counter()
         # Independent random streams for independent purposes, all from the one seed, so that changing one (say,
@@ -192,8 +184,7 @@ def run_ppo(
         actor = Actor(OBSERVATION_SIZE, ACTION_COUNT, config.hidden_sizes, init_generator)
         critic = Critic(OBSERVATION_SIZE, config.hidden_sizes, init_generator)
         # One optimizer over both networks, so that one gradient-norm clip covers both.
-        optimizer = Adam([*actor.parameters(), *critic.parameters()], lr=config.learning_rate, eps=config.adam_epsilon,
-                         fused=True)
+        optimizer = Adam([*actor.parameters(), *critic.parameters()], lr=config.learning_rate, eps=config.adam_epsilon)
         acting_generator = torch.Generator().manual_seed(seeds["acting"])
         shuffle_generator = torch.Generator().manual_seed(seeds["shuffling"])
         env = CartPoleBatch(config.num_envs, max_episode_steps=config.max_episode_steps)
