@@ -158,18 +158,18 @@ def test_greedy_evaluation_plays_each_episode_once_with_the_most_probable_action
         for parameter in actor.parameters():
             parameter.mul_(5.0)  # a sharp policy: some episodes long, some short
     returns = evaluate_greedy(actor, episodes=3, seed=4, max_episode_steps=80)
-    from kata.rl.cartpole import CartPole
+    from kata.rl.cartpole import CartPoleBatch
 
     for episode, expected in enumerate(returns):
-        env = CartPole(max_episode_steps=80)
-        observation, _ = env.reset(seed=4 + episode)
+        env = CartPoleBatch(1, max_episode_steps=80)  # one environment, played until its first episode ends
+        observations, _ = env.reset(seed=4 + episode)
         played, done = 0, False
         while not done:
             with torch.no_grad():
-                action = int(actor(torch.from_numpy(observation[None, :])).argmax())
-            observation, reward, terminated, truncated, _ = env.step(action)
-            played += reward
-            done = terminated or truncated
+                actions = actor(torch.from_numpy(observations)).argmax(dim=-1).numpy()
+            observations, rewards, terminated, truncated, _ = env.step(actions)
+            played += rewards[0]
+            done = terminated[0] or truncated[0]
         assert played == expected, (
             f"episode {episode} returns {expected} in the evaluation and {played} played alone, greedily")
 
