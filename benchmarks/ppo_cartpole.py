@@ -106,7 +106,8 @@ def main() -> int:
         total_wall += result["wall_time"]
         print(f"{seed:>4} {result['environment_steps']:>6} {result['wall_time']:>7.2f} {result['cpu_time']:>6.2f} "
               f"{result['environment_steps'] / result['wall_time']:>8.0f} {first_step_reaching(result):>10.0f} "
-              f"{result['final_evaluation_mean']:>6.1f} {late:>8.1f}  {'solved' if ok else 'NOT SOLVED'}, {'within' if fast else 'over'} {max_seconds:.0f} s")
+              f"{result['final_evaluation_mean']:>6.1f} {late:>8.1f}  {'solved' if ok else 'NOT SOLVED'}, "
+              f"{'within' if fast else 'over'} {max_seconds:.0f} s")
     where = "in this process" if args.jobs == 1 else f"in {args.jobs} worker processes"
     print(f"all seeds: {elapsed:.1f} s wall {where} (per-seed walls sum to {total_wall:.1f} s); target {max_steps} "
           f"steps and {max_seconds * len(seeds):.0f} s in all -> {'solved' if solved_all else 'NOT solved'} on every "

@@ -168,8 +168,8 @@ def run_ppo(
     Returns a dict: ``final_evaluation_mean`` / ``final_evaluation_std`` / ``final_evaluation_returns`` (greedy
     evaluation after the last update), ``history`` (one list per key of :data:`HISTORY_KEYS`, one entry per update;
     ``evaluation_mean``/``evaluation_std`` are NaN where the update was not evaluated), ``environment_steps``,
-    ``wall_time`` (seconds), ``config`` (the config as a dict), ``actor`` and ``critic``. ``progress``, if given, is called
-    with each update's history row, in order, once the row is complete (its evaluation, if any, has run).
+    ``wall_time`` (seconds), ``config`` (the config as a dict), ``actor`` and ``critic``. ``progress``, if given, is
+    called with each update's history row, in order, once the row is complete (its evaluation, if any, has run).
     """
     if not isinstance(config, PPOConfig):
         raise ValueError(f"config must be a PPOConfig (see profile_config); got {type(config).__name__}")
