@@ -9,7 +9,6 @@
 
 from __future__ import annotations
 
-import gc
 import os
 import re
 
@@ -92,11 +91,6 @@ def pytest_configure(config: pytest.Config) -> None:
 
     # The kata's tensors are tiny: on a 2-core machine a second intra-op thread only adds hand-offs and waiting.
     torch.set_num_threads(1)
-    # What is imported by now (torch, numpy, Hypothesis, pytest: about 180,000 objects) lives as long as the run, yet
-    # each full pass of the cyclic garbage collector walks all of it again (40 ms here), and pytest makes five at the
-    # end of every run. gc.freeze() takes those objects out of the collector's sight; what the tests and the code
-    # under test create is collected as before. `kata check gae` on right code: 2.58 s -> 2.19 s (docs/benchmarks.md).
-    gc.freeze()
     for concept in CONCEPTS:
         config.addinivalue_line("markers", f"{concept.name}: concept {concept.number}, {concept.title}")
     config.addinivalue_line("markers", f"{FRAME_MARKER}: tests of the kata's own frame (not a concept)")

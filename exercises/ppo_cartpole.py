@@ -196,7 +196,7 @@ def train_ppo(config: PPOConfig) -> dict[str, Any]:
     ``config`` comes from :func:`profile_config` (``dataclasses.replace`` changes any field). The result has
     ``final_evaluation_mean``, ``final_evaluation_std``, ``history`` (per update: ``update``,
     ``environment_steps``, ``approx_kl``, ``active_clip_fraction``, ``ratio_outside_fraction``, ``entropy``, the
-    losses, ``explained_variance``, ``evaluation_mean`` where evaluated), ``wall_time`` and ``time_split``.
+    losses, ``explained_variance``, ``evaluation_mean`` where evaluated) and ``wall_time``.
     """
     # Module-level names are looked up at call time, so a replaced function (a mistake from the catalogue, or a
     # student's fix) is the one that trains.

@@ -18,7 +18,7 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kata.rl.speedups import Adam
+from kata.rl.networks import Adam
 from kata.lab.plan import plan_for
 from kata.rl.networks import Actor, Critic, action_log_probs
 from kata.rl.networks import SGD

@@ -1,4 +1,4 @@
-"""Arrays in, arrays out, the argument checks every implementation shares, and the thread count torch runs on.
+"""Arrays in, arrays out, and the argument checks every implementation shares.
 
 The lab passes NumPy arrays; the training loops pass torch tensors that must keep their gradients. Every concept
 function therefore converts its inputs with :func:`as_tensor`, computes in torch, and hands its result back with
@@ -10,9 +10,8 @@ input, and no concept function may change its inputs in place.
 
 from __future__ import annotations
 
-import contextlib
 import math
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -181,19 +180,3 @@ def _scalar(name: str, value: Any) -> float:
     if math.isnan(number):
         raise ValueError(f"{name} must be a number; got NaN")
     return number
-
-
-@contextlib.contextmanager
-def torch_threads(count: int | None) -> Iterator[None]:
-    """Run the block with ``count`` intra-op threads (``None``: leave torch's setting), then restore the previous.
-
-    The kata's tensors are tiny: a second thread costs more in hand-offs than it saves, and a fixed count keeps every
-    float sum in the same order, so a seed reproduces a run bit for bit.
-    """
-    previous = torch.get_num_threads()
-    if count is not None:
-        torch.set_num_threads(count)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(previous)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import time
 from collections.abc import Callable
 from concurrent.futures import Future, ProcessPoolExecutor
 from typing import Any
@@ -73,18 +72,13 @@ def _future_outcome(future: Future[Outcome]) -> Outcome:
 def default_jobs(training_runs: int) -> int:
     """Worker processes for the training runs: one per idle core, no more than there are runs; 1 means in-process.
 
-    Idle cores are measured over a quarter of a second of the kernel's CPU counters where there are any (Linux);
-    elsewhere they are the available cores minus the 1-minute load average (which can stay near 1 on a virtual
-    machine whose cores are idle). On a busy core two workers are slower than one process: they share one core's
-    time and each pays its own start-up (benchmarks/lab.py --compare-jobs measures both; docs/benchmarks.md).
+    Idle cores are the available cores minus the 1-minute load average (all of them where there is none). On a busy
+    core two workers are slower than one process: they share one core's time and each pays its own start-up
+    (benchmarks/lab.py --compare-jobs measures both).
     """
     cores = available_cores()
-    idle_fraction = _idle_fraction()
-    if idle_fraction is not None:
-        idle = cores * idle_fraction
-    else:
-        load = load_average()
-        idle = cores - load[0] if load else cores
+    load = load_average()
+    idle = cores - load[0] if load else cores
     return max(1, min(cores, training_runs, round(idle)))
 
 
@@ -94,25 +88,6 @@ def available_cores() -> int:
         return len(os.sched_getaffinity(0))
     except AttributeError:  # not on Linux
         return os.cpu_count() or 1
-
-
-def _idle_fraction(seconds: float = 0.25) -> float | None:
-    """The share of CPU time spent idle over ``seconds``, from /proc/stat; None where it cannot be read."""
-
-    def counters() -> tuple[float, float]:
-        with open("/proc/stat", encoding="ascii") as stat:
-            fields = [float(value) for value in stat.readline().split()[1:9]]  # user .. steal
-        return fields[3] + fields[4], sum(fields)  # idle + iowait, all
-
-    try:
-        idle_before, total_before = counters()
-        time.sleep(seconds)
-        idle_after, total_after = counters()
-    except (OSError, ValueError, IndexError):
-        return None
-    if total_after <= total_before:
-        return None
-    return (idle_after - idle_before) / (total_after - total_before)
 
 
 def load_average() -> list[float] | None:

@@ -10,13 +10,11 @@ Termination and truncation stay distinct, because they ask for different things 
 no future (no bootstrap), a truncated step has one that the time limit hid (bootstrap from V(final observation)).
 At step 500 both flags can be True, exactly as in Gymnasium: the pole fell on the last allowed step.
 
-Two classes share one dynamics function, so a batch of N environments equals N single environments bit for bit:
-
-* :class:`CartPole` — one environment with Gymnasium's API (``reset(seed=...) -> (obs, info)``,
-  ``step(action) -> (obs, reward, terminated, truncated, info)``) and a settable ``state``.
-* :class:`CartPoleBatch` — N environments stepped together in NumPy. Each one resets itself when its episode ends
-  (the observation returned is then the new episode's first) and the observation that ended the episode is kept in
-  ``info["final_observation"]``, because that, not the reset observation, is where a truncated step bootstraps.
+:class:`CartPoleBatch` steps N environments together in NumPy, with Gymnasium's API (``reset(seed=...) -> (obs,
+info)``, ``step(actions) -> (obs, reward, terminated, truncated, info)``); one environment is a batch of one. Each
+environment resets itself when its episode ends (the observation returned is then the new episode's first) and the
+observation that ended the episode is kept in ``info["final_observation"]``, because that, not the reset observation,
+is where a truncated step bootstraps. :func:`step_states` is the dynamics alone, for a batch of states.
 """
 
 from __future__ import annotations
@@ -83,62 +81,11 @@ def _observe(states: np.ndarray) -> np.ndarray:
     return states.astype(np.float32)
 
 
-class CartPole:
-    """One CartPole-v1 environment with Gymnasium's API.
-
-    ``reset(seed=None) -> (observation, info)``: a seed re-creates the environment's generator
-    (``numpy.random.default_rng(seed)``); without one the generator goes on from where it was.
-    ``step(action) -> (observation, reward, terminated, truncated, info)``: observation float32 ``[4]``,
-    reward 1.0, ``truncated`` True from the ``max_episode_steps``-th step of the episode on.
-    ``state``: float64 ``[4]`` ``(x, x_dot, theta, theta_dot)``; assign to it to start from any state.
-    Stepping an episode that has ended (or was never reset) is a ValueError: call ``reset()``.
-    """
-
-    def __init__(self, max_episode_steps: int = MAX_EPISODE_STEPS) -> None:
-        self.max_episode_steps = check_integer("max_episode_steps", max_episode_steps, 1)
-        self._rng = np.random.default_rng()
-        self._state: np.ndarray | None = None
-        self.elapsed_steps = 0
-        self._done = True
-
-    @property
-    def state(self) -> np.ndarray | None:
-        return None if self._state is None else self._state.copy()
-
-    @state.setter
-    def state(self, value: Any) -> None:
-        array = np.array(value, dtype=np.float64)  # a copy: the caller's array stays theirs
-        if array.shape != (OBSERVATION_SIZE,) or not np.all(np.isfinite(array)):
-            raise ValueError(f"state must be 4 finite numbers (x, x_dot, theta, theta_dot); got {value!r}")
-        self._state = array
-        self._done = False
-
-    def reset(self, *, seed: int | None = None, options: dict | None = None) -> tuple[np.ndarray, dict]:
-        if seed is not None:
-            self._rng = np.random.default_rng(check_integer("seed", seed, 0))
-        self._state = self._rng.uniform(-RESET_BOUND, RESET_BOUND, size=OBSERVATION_SIZE)
-        self.elapsed_steps = 0
-        self._done = False
-        return _observe(self._state), {}
-
-    def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict]:
-        if self._state is None or self._done:
-            raise ValueError("step() called on an episode that has ended or never started: call reset() first")
-        actions = _check_actions(np.reshape(np.asarray(action), (-1,)), 1)
-        next_states, terminated = step_states(self._state[None, :], actions)
-        self._state = next_states[0]
-        self.elapsed_steps += 1
-        is_terminated = bool(terminated[0])
-        is_truncated = self.elapsed_steps >= self.max_episode_steps
-        self._done = is_terminated or is_truncated
-        return _observe(self._state), 1.0, is_terminated, is_truncated, {}
-
-
 class CartPoleBatch:
     """``num_envs`` CartPole-v1 environments stepped together, each resetting itself when its episode ends.
 
     ``reset(seed=s)`` seeds environment ``i`` with ``s + i`` (each has its own generator, so environment ``i``
-    sees exactly what ``CartPole().reset(seed=s + i)`` and its later resets would see).
+    sees exactly what ``CartPoleBatch(1).reset(seed=s + i)`` and its later resets would see).
     ``step(actions [N]) -> (observations float32 [N, 4], rewards float64 [N], terminated bool [N],
     truncated bool [N], info)``. Where an episode ended, the observation is the next episode's first and
     ``info["final_observation"][i]`` is the one that ended it; ``info["episode_returns"]`` and

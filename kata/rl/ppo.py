@@ -6,9 +6,7 @@ student's code and ``solutions.train_ppo`` with the reference. It never imports 
 update does is here, in plain torch, commented once where it happens.
 
 Every random choice comes from generators derived from ``config.seed``, and torch runs on ``config.torch_threads``
-threads, so a seed reproduces the history bit for bit. ``config.speedups`` (on by default) is the one switch to
-code outside this module: kata.rl.speedups.Adam, torch.optim.Adam's update without the class's start-up cost (what it
-saves: docs/benchmarks.md). The history is the same bit for bit either way.
+threads, so a seed reproduces the history bit for bit.
 """
 
 from __future__ import annotations
@@ -24,10 +22,9 @@ import numpy as np
 import torch
 
 from kata.concepts.arrays import check_choice, check_integer, check_non_negative, check_positive, check_probability
-from kata.concepts.arrays import torch_threads
 from kata.rl import PROFILES
 from kata.rl.cartpole import ACTION_COUNT, MAX_EPISODE_STEPS, OBSERVATION_SIZE, CartPoleBatch, step_states
-from kata.rl.networks import Actor, Critic, action_log_probs
+from kata.rl.networks import Actor, Adam, Critic, action_log_probs, torch_threads
 
 @dataclass(frozen=True)
 class PPOConfig:
@@ -61,7 +58,6 @@ class PPOConfig:
     evaluation_episodes: int = 10
     max_episode_steps: int = MAX_EPISODE_STEPS
     torch_threads: int | None = 1  # None leaves torch's setting alone; tiny networks run fastest on one thread
-    speedups: bool = True  # kata.rl.speedups.Adam instead of torch.optim.Adam: the same update, sooner started
 
     def __post_init__(self) -> None:
         check_integer("seed", self.seed, 0)
@@ -172,19 +168,13 @@ def run_ppo(
     Returns a dict: ``final_evaluation_mean`` / ``final_evaluation_std`` / ``final_evaluation_returns`` (greedy
     evaluation after the last update), ``history`` (one list per key of :data:`HISTORY_KEYS`, one entry per update;
     ``evaluation_mean``/``evaluation_std`` are NaN where the update was not evaluated), ``environment_steps``,
-    ``wall_time`` (seconds), ``time_split`` (seconds spent in ``environment``, ``acting``, ``update``,
-    ``evaluation``), ``config`` (the config as a dict), ``actor`` and ``critic``. ``progress``, if given, is called
-    with each update's history row, in order, once the row is complete (its evaluation, if any, has run).
+    ``wall_time`` (seconds), ``config`` (the config as a dict), ``actor`` and ``critic``. ``progress``, if given, is
+    called with each update's history row, in order, once the row is complete (its evaluation, if any, has run).
     """
     if not isinstance(config, PPOConfig):
         raise ValueError(f"config must be a PPOConfig (see profile_config); got {type(config).__name__}")
-    if config.speedups:
-        from kata.rl.speedups import Adam
-    else:
-        Adam = torch.optim.Adam
     with torch_threads(config.torch_threads):
         started = time.perf_counter()
-        timer = {"environment": 0.0, "acting": 0.0, "update": 0.0, "evaluation": 0.0}
         # Independent random streams for independent purposes, all from the one seed, so that changing one (say,
         # evaluation) never shifts another: NumPy for the environments, torch for the rest.
         names = ("environment", "acting", "initialisation", "shuffling", "evaluation")
@@ -194,8 +184,7 @@ def run_ppo(
         actor = Actor(OBSERVATION_SIZE, ACTION_COUNT, config.hidden_sizes, init_generator)
         critic = Critic(OBSERVATION_SIZE, config.hidden_sizes, init_generator)
         # One optimizer over both networks, so that one gradient-norm clip covers both.
-        optimizer = Adam([*actor.parameters(), *critic.parameters()], lr=config.learning_rate, eps=config.adam_epsilon,
-                         fused=True)
+        optimizer = Adam([*actor.parameters(), *critic.parameters()], lr=config.learning_rate, eps=config.adam_epsilon)
         acting_generator = torch.Generator().manual_seed(seeds["acting"])
         shuffle_generator = torch.Generator().manual_seed(seeds["shuffling"])
         env = CartPoleBatch(config.num_envs, max_episode_steps=config.max_episode_steps)
@@ -225,24 +214,19 @@ def run_ppo(
             final_observations = np.zeros((steps, n, OBSERVATION_SIZE), dtype=np.float32)
             episode_returns: list[float] = []
             for t in range(steps):
-                acting_started = time.perf_counter()
                 buffer[t] = observations
                 with torch.no_grad():
                     probabilities = torch.softmax(actor(torch.from_numpy(observations)), dim=-1)
                 actions[t] = torch.multinomial(probabilities, 1, generator=acting_generator).squeeze(1).numpy()
-                environment_started = time.perf_counter()
                 observations, rewards[t], terminated[t], truncated[t], info = env.step(actions[t])
                 if "final_observation" in info:
                     done = terminated[t] | truncated[t]
                     final_observations[t][done] = info["final_observation"][done]
                     episode_returns.extend(info["episode_returns"][done].tolist())
-                timer["acting"] += environment_started - acting_started
-                timer["environment"] += time.perf_counter() - environment_started
 
             # 2. Value everything in one pass without gradient: the old log-probabilities log π_old(a_t|s_t), and
             # from one critic call V(s_t), V(final observation) where an episode ended, and V(last observation),
             # where the buffer's last step leads.
-            update_started = time.perf_counter()
             done = terminated | truncated
             ended = int(done.sum())
             with torch.no_grad():
@@ -279,7 +263,6 @@ def run_ppo(
                 normalize_advantages=config.normalize_advantages, target_kl=config.target_kl,
                 generator=shuffle_generator,
             )
-            timer["update"] += time.perf_counter() - update_started
 
             # 5. Log the update. Explained variance 1 - Var(returns - V) / Var(returns): 1 is a perfect critic,
             # 0 one no better than a constant (NaN if the returns do not vary).
@@ -302,11 +285,9 @@ def run_ppo(
             # 6. Evaluate, every evaluation_every updates and after the last: the policy as it is now, greedy, on
             # evaluation_episodes episodes that start alike every time. The row is reported once it is complete.
             if update % config.evaluation_every == 0 or update == config.num_updates:
-                evaluation_started = time.perf_counter()
                 final_returns = evaluate_greedy(actor, config.evaluation_episodes, seeds["evaluation"],
                                                 config.max_episode_steps)
                 row["evaluation_mean"], row["evaluation_std"] = float(final_returns.mean()), float(final_returns.std())
-                timer["evaluation"] += time.perf_counter() - evaluation_started
             if progress is not None:
                 progress(row)
 
@@ -317,7 +298,6 @@ def run_ppo(
         "history": {key: [row[key] for row in rows] for key in HISTORY_KEYS},
         "environment_steps": config.num_updates * config.batch_size,
         "wall_time": time.perf_counter() - started,
-        "time_split": timer,
         "config": dataclasses.asdict(config),
         "actor": actor,
         "critic": critic,

@@ -22,9 +22,10 @@ from typing import Any
 import numpy as np
 import torch
 
-from kata.concepts.arrays import check_choice, check_integer, check_positive, to_numpy, torch_threads
+from kata.concepts.arrays import check_choice, check_integer, check_positive, to_numpy
 from kata.concepts.contracts.token_objectives import REDUCTIONS
 from kata.rl import PROFILES
+from kata.rl.networks import Adam, torch_threads
 from kata.rl.sequence_task import (
     MAX_NEW_TOKENS,
     PROMPT_LENGTH,
@@ -111,14 +112,12 @@ def run_rloo(
     evaluation_every: int = 5,
     evaluation_samples: int = 32,
     evaluation_deterministic: bool = False,
-    speedups: bool = True,
 ) -> dict[str, Any]:
     """Train a fresh :class:`~kata.rl.sequence_task.SequencePolicy` with RLOO and token-level PPO.
 
     Evaluation (``evaluation_samples`` sampled responses per prompt, or greedy ones with
     ``evaluation_deterministic``) runs before the first iteration, every ``evaluation_every`` iterations and after
-    the last one. ``speedups`` (the default) trains with kata.rl.speedups.Adam, torch.optim.Adam's update without
-    its start-up cost; False uses torch.optim.Adam itself: the same run bit for bit either way.
+    the last one.
 
     Returns:
         ``model``; ``first_batch`` (:class:`SequenceBatch` of iteration 0); ``history``, a dict of lists, one entry
@@ -139,17 +138,12 @@ def run_rloo(
         evaluation_every=check_integer("evaluation_every", evaluation_every, 1),
         evaluation_samples=check_integer("evaluation_samples", evaluation_samples, 1),
         evaluation_deterministic=bool(evaluation_deterministic),
-        speedups=bool(speedups),
     )
     seed = check_integer("seed", seed, 0)
     started = time.perf_counter()
     with torch_threads(1):
         model = make_policy(seed, hidden_size=config["hidden_size"])
-        if speedups:
-            from kata.rl.speedups import Adam
-        else:
-            Adam = torch.optim.Adam
-        optimizer = Adam(model.parameters(), lr=config["learning_rate"], fused=True)
+        optimizer = Adam(model.parameters(), lr=config["learning_rate"])
         generator = torch.Generator().manual_seed(seed)
         classes, prompts = prompt_batch(config["group_size"])
         prompt_lengths = torch.full((classes.shape[0],), PROMPT_LENGTH, dtype=torch.int64)

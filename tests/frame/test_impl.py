@@ -199,6 +199,8 @@ def test_the_course_data_numbers_and_totals_are_derived():
         assert c.mistakes, f"{c.name}: list the mistakes its tests catch"
         assert (ROOT / "tests" / f"test_{c.name}.py").is_file(), f"{c.name}: its tests are tests/test_{c.name}.py"
     assert len(export_map()) == sum(len(c.exports) for c in CONCEPTS), "a public name belongs to one concept"
+    assert export_map() == {name: c.name for c in CONCEPTS for name in c.exports}, (
+        "the packages export what the manifest lists, each name from its concept's module")
 
 
 def test_the_course_data_says_what_is_malformed(tmp_path):

@@ -8,9 +8,7 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kata.rl.speedups import Adam
-from kata.rl.networks import SGD
-from kata.concepts.arrays import torch_threads
+from kata.rl.networks import SGD, Adam, torch_threads
 
 pytestmark = pytest.mark.frame
 
