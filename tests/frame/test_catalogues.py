@@ -46,9 +46,12 @@ def test_every_entry_is_explained_once_in_the_course_data():
     for kind in ("mistake", "variant"):
         for entry in catalogue_entries(kind, NAMES):
             reference = (solutions / f"{entry.partition('/')[0]}.py").read_text(encoding="utf-8")
-            added = comments(patched_source(solutions, entry, kind)) - comments(reference)
+            patched = patched_source(solutions, entry, kind)
+            added = comments(patched) - comments(reference)
             assert not added, (f"{CATALOGUES[kind].name}/{entry}.diff adds the comments {sorted(added)}: the {kind} "
                                "is explained in kata/concepts/course.toml, once; its patch changes code only")
+            long = [number for number, line in enumerate(patched.splitlines(), start=1) if len(line) > 120]
+            assert not long, f"{CATALOGUES[kind].name}/{entry}.diff writes lines over 120 characters: {long}"
 
 
 def test_a_listed_file_that_is_missing_is_a_problem():
