@@ -263,6 +263,15 @@ def ppo_update(
     diagnostics["epochs_completed"] = float(epochs_completed)
     diagnostics["minibatch_steps"] = float(steps)
     return diagnostics
+    # END SOLUTION
+    # BEGIN STUB
+    # # All parameters the optimizer steps (for the gradient-norm clip):
+    # #     parameters = [p for group in optimizer.param_groups for p in group["params"]]
+    # # log pi(a|s) of the batch's actions: action_log_probs(actor(observations), actions). The losses and
+    # # diagnostics come from this package's clipped_surrogate module, the entropy from its reinforce module.
+    # raise not_implemented("ppo_update")
+    # END STUB
+# BEGIN SOLUTION
 
 
 def _minibatch_loss(actor: nn.Module, critic: nn.Module, batch: RolloutBatch, indices: torch.Tensor, *,
@@ -296,14 +305,7 @@ def _clipped_step(optimizer: Optimizer, parameters: list[torch.Tensor], loss: to
     grad_norm = torch.nn.utils.clip_grad_norm_(parameters, max_grad_norm)
     optimizer.step()
     return grad_norm
-    # END SOLUTION
-    # BEGIN STUB
-    # # All parameters the optimizer steps (for the gradient-norm clip):
-    # #     parameters = [p for group in optimizer.param_groups for p in group["params"]]
-    # # log pi(a|s) of the batch's actions: action_log_probs(actor(observations), actions). The losses and
-    # # diagnostics come from this package's clipped_surrogate module, the entropy from its reinforce module.
-    # raise not_implemented("ppo_update")
-    # END STUB
+# END SOLUTION
 
 
 def train_ppo(config: PPOConfig) -> dict[str, Any]:

@@ -28,6 +28,7 @@ from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 
 from kata.concepts.impl import (
+    ENTRY_SUFFIX,
     VARIANTS_ROOT,
     Implementation,
     ImplementationImportError,
@@ -170,7 +171,7 @@ class ConceptScore:
 
 def variant_entries(concept_name: str) -> list[str]:
     folder = VARIANTS_ROOT / concept_name
-    return [f"{concept_name}/{p.stem}" for p in sorted(folder.glob("*.py")) if not p.stem.startswith("_")]
+    return [f"{concept_name}/{p.stem}" for p in sorted(folder.glob(f"*{ENTRY_SUFFIX}"))]
 
 
 def evaluate(concepts: list[Concept], catalogue: Catalogue, out=sys.stdout) -> list[ConceptScore]:

@@ -2,16 +2,17 @@
 
     python -m kata.catalogue.mistakes [CONCEPT ...] [--profile ci|dev|thorough] [--repeat N] [--jobs N]
 
-For each ``mistakes/<concept>/<name>.py`` this runs the concept's tests (``tests/test_<concept>.py``, not the slow
-ones) against the reference with the wrong function bound in its place, in a process of its own, and prints one
+For each ``mistakes/<concept>/<name>.diff`` this runs the concept's tests (``tests/test_<concept>.py``, not the slow
+ones) against a copy of the reference whose module is that patch of it, in a process of its own, and prints one
 line: which test caught it, or that it SURVIVED, and under a caught one the first failure's message as ``kata
 status`` and the grader show it (examples unshrunk). ``--profile`` is the Hypothesis profile (default ``ci``, what
 grading runs; ``dev`` is what a student runs), played without shrinking and without an example database: only
 caught or not matters here, and shrinking changes neither. ``--repeat N`` runs the whole catalogue N times, each
 repetition with fresh random seeds (``--hypothesis-seed``; a derandomized profile such as ``ci`` meets the same
 examples every time): a mistake counts as caught only if every repetition catches it, and a miss prints the seed
-that reproduces it. It also checks the catalogue against the manifest (a listed mistake without a file, or a file
-not listed, is a failure). Exit status 0 only if every mistake is caught on every repetition.
+that reproduces it. It also checks the catalogue against the manifest (a listed mistake without a patch, a patch
+not listed, or one that no longer applies to the reference, is a failure). Exit status 0 only if every mistake is
+caught on every repetition.
 """
 
 from __future__ import annotations

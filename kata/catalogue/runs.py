@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
-from kata.concepts.impl import CATALOGUES, REPOSITORY_ROOT
+from kata.concepts.impl import CATALOGUES, ENTRY_SUFFIX, REPOSITORY_ROOT, patched_source
 from kata.concepts.manifest import concept
 from kata.concepts.platforms import can_fork, start_method, worker_context
 
@@ -84,25 +84,30 @@ class Outcome:
 
 
 def catalogue_entries(kind: str, concept_names: list[str]) -> list[str]:
-    """Every ``concept/name`` with a file in the ``kind`` catalogue, in the concepts' order."""
+    """Every ``concept/name`` with a patch in the ``kind`` catalogue, in the concepts' order."""
     root = CATALOGUES[kind]
     return [f"{name}/{path.stem}" for name in concept_names
-            for path in sorted((root / name).glob("*.py")) if not path.stem.startswith("_")]
+            for path in sorted((root / name).glob(f"*{ENTRY_SUFFIX}"))]
 
 
 def catalogue_problems(kind: str, concept_names: list[str], listed_names) -> list[str]:
-    """Mismatches between the manifest's entries (``listed_names(concept)``) and the files of the catalogue."""
+    """Mismatches between the manifest's entries (``listed_names(concept)``) and the patches of the catalogue, and
+    every patch that does not apply to the reference (its message shows the hunk)."""
     root = CATALOGUES[kind]
     folder_name = root.name
     problems = []
     for name in concept_names:
         listed = set(listed_names(concept(name)))
-        folder = root / name
-        present = {p.stem for p in folder.glob("*.py") if not p.stem.startswith("_")} if folder.is_dir() else set()
-        problems += [f"{name}/{m}: listed in kata/concepts/course.toml but {folder_name}/{name}/{m}.py is missing"
-                     for m in sorted(listed - present)]
-        problems += [f"{name}/{m}: {folder_name}/{name}/{m}.py is not listed in kata/concepts/course.toml"
+        present = {entry.partition("/")[2] for entry in catalogue_entries(kind, [name])}
+        problems += [f"{name}/{m}: listed in kata/concepts/course.toml but {folder_name}/{name}/{m}{ENTRY_SUFFIX} is "
+                     "missing" for m in sorted(listed - present)]
+        problems += [f"{name}/{m}: {folder_name}/{name}/{m}{ENTRY_SUFFIX} is not listed in kata/concepts/course.toml"
                      for m in sorted(present - listed)]
+        for m in sorted(present):
+            try:
+                patched_source(REPOSITORY_ROOT / "solutions", f"{name}/{m}", kind)
+            except ValueError as error:
+                problems.append(str(error))
     return problems
 
 

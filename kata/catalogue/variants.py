@@ -2,11 +2,11 @@
 
     python -m kata.catalogue.variants [CONCEPT ...] [--profile ci|dev|thorough] [--no-slow] [--jobs N]
 
-For each ``variants/<concept>/<name>.py`` this runs the concept's tests (``tests/test_<concept>.py``) against the
-reference with the variant's function(s) bound in place of the reference's, in a process of its own, and prints one
-line: ``accepted``, or ``REJECTED`` with the first failing test and its message. A valid variant that fails is a
-test that rejects what its docstring does not forbid. It also checks the catalogue against the manifest. Exit status
-0 only if every variant passes every test.
+For each ``variants/<concept>/<name>.diff`` this runs the concept's tests (``tests/test_<concept>.py``) against a
+copy of the reference whose module is that patch of it, in a process of its own, and prints one line: ``accepted``,
+or ``REJECTED`` with the first failing test and its message. A valid variant that fails is a test that rejects what
+its docstring does not forbid. It also checks the catalogue against the manifest, and that every patch applies. Exit
+status 0 only if every variant passes every test.
 """
 
 from __future__ import annotations

@@ -6,7 +6,9 @@
     contracts/      per concept, the argument checks its stub and its reference share
     stub.py         the one error an untouched stub raises, and the one place that recognises it
     package.py      a package's lazy public names (exercises/, solutions/, a submission)
-    impl.py         loading an implementation: exercises, solutions, a submitted folder, a catalogue entry bound in
+    impl.py         loading an implementation: exercises, solutions, a submitted folder, the reference patched by
+                    a catalogue entry
+    patches.py      applying a unified diff by content: how a catalogue entry (mistakes/, variants/) becomes a module
     sources.py      what a concept module's source says, read without importing it (stubs left, functions written)
     arguments.py    the command line's argument types: a concept by name, a positive number
 """

@@ -3,9 +3,10 @@
 ``load("exercises")`` and ``load("solutions")`` import the repository's packages. ``load(PATH)`` imports any folder
 laid out like ``exercises/`` (``~/submissions/student-7``) under a private package name, so it never shadows or
 disturbs the installed packages and two submissions can be loaded side by side. ``load("solutions",
-mistake="gae/truncation_as_termination")`` loads a fresh copy of the reference with one wrong function from the
-mistake catalogue bound in every module of that copy (the loops call it too);
-``variant="ppo_cartpole/argsort_permutation"`` binds a valid variant from ``variants/`` the same way.
+mistake="gae/truncation_as_termination")`` loads a fresh copy of the reference whose ``gae`` module is the
+reference's text patched by ``mistakes/gae/truncation_as_termination.diff`` (kata.concepts.patches); the copy's other
+modules import that one, so the loops call the wrong code too. ``variant="ppo_cartpole/argsort_permutation"`` loads
+a patch from ``variants/`` the same way.
 
 Concept modules are imported one at a time, when first needed: one that does not import fails its own concept's
 tests with a readable message and leaves the others alone.
@@ -16,6 +17,7 @@ from __future__ import annotations
 import hashlib
 import importlib
 import importlib.util
+import linecache
 import os
 import sys
 import traceback
@@ -24,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from kata.concepts.manifest import CONCEPTS, concept, concept_of_export
+from kata.concepts.patches import apply
 
 ENVIRONMENT_VARIABLE = "KATA_IMPL"
 DEFAULT_IMPL = "exercises"
@@ -31,6 +34,7 @@ REPOSITORY_ROOT = Path(__file__).resolve().parents[2]
 MISTAKES_ROOT = REPOSITORY_ROOT / "mistakes"
 VARIANTS_ROOT = REPOSITORY_ROOT / "variants"
 CATALOGUES = {"mistake": MISTAKES_ROOT, "variant": VARIANTS_ROOT}
+ENTRY_SUFFIX = ".diff"  # a catalogue entry is a patch of its concept's reference: <root>/<concept>/<name>.diff
 NAMED_PACKAGES = ("exercises", "solutions")
 VIEWS_MARKER = "kata-concept-views.txt"  # a folder holding it is a folder of per-concept views (kata.grading.workspace)
 
@@ -103,19 +107,32 @@ def spec_problem(spec: str, *, mistake: str | None = None, variant: str | None =
             except ValueError as error:
                 return f"--{kind} {entry}: {error}"
     if spec in NAMED_PACKAGES:
-        if importlib.util.find_spec(spec) is None:
+        found = importlib.util.find_spec(spec)
+        if found is None:
             return (f"{given_as} {spec}: there is no package {spec} here (a student edition holds no reference: "
                     "give exercises, or a folder laid out like exercises/)")
-        return None
+        return _entry_problem(Path(found.origin or "").parent, mistake, variant)
     folder = Path(spec).expanduser()
     if not folder.exists():
         return f"{given_as} {spec}: no such folder (give exercises, solutions, or a folder laid out like exercises/)"
     if not folder.is_dir():
         return f"{given_as} {spec}: not a folder (give exercises, solutions, or a folder laid out like exercises/)"
     if (folder / VIEWS_MARKER).is_file() or any((folder / f"{c.name}.py").exists() for c in CONCEPTS):
-        return None
+        return _entry_problem(folder, mistake, variant)
     expected = ", ".join(f"{c.name}.py" for c in CONCEPTS)
     return f"{given_as} {spec}: the folder holds none of the concept modules ({expected})"
+
+
+def _entry_problem(root: Path, mistake: str | None, variant: str | None) -> str | None:
+    """Why the catalogue entry does not apply to the concept module in ``root`` (the message of its PatchError),
+    or None."""
+    for kind, entry in (("mistake", mistake), ("variant", variant)):
+        if entry is not None:
+            try:
+                patched_source(root, entry, kind)
+            except (ValueError, OSError) as error:
+                return f"--{kind} {entry}: {error}"
+    return None
 
 
 def reference_or_exercises() -> str:
@@ -135,9 +152,9 @@ def load(
     if mistake is not None and variant is not None:
         raise ValueError("give --mistake or --variant, not both")
     if mistake is not None:
-        return _load_with_override(spec, mistake, "mistake")
+        return _load_with_entry(spec, mistake, "mistake")
     if variant is not None:
-        return _load_with_override(spec, variant, "variant")
+        return _load_with_entry(spec, variant, "variant")
     if spec in NAMED_PACKAGES:
         package = importlib.import_module(spec)
         return Implementation(spec, spec, Path(package.__file__).resolve().parent)
@@ -200,58 +217,51 @@ def _load_folder(folder: Path, label: str, prefix: str = "kata_submission") -> I
 
 
 def catalogue_path(entry: str, kind: str = "mistake") -> Path:
-    """``"gae/truncation_as_termination"`` -> its file in the mistake (or variant) catalogue; ValueError if none."""
+    """``"gae/truncation_as_termination"`` -> its patch in the mistake (or variant) catalogue; ValueError if none."""
     root = CATALOGUES[kind]
     concept_name, _, name = entry.partition("/")
     concept(concept_name)
-    path = root / concept_name / f"{name}.py"
+    path = root / concept_name / f"{name}{ENTRY_SUFFIX}"
     if not name or not path.exists():
-        raise ValueError(f"{kind} must be 'concept/name' with a file in {root}; got {entry!r}")
+        raise ValueError(f"{kind} must be 'concept/name' with a patch {root.name}/<concept>/<name>{ENTRY_SUFFIX} in "
+                         f"{root}; got {entry!r}")
     return path
 
 
 def mistake_path(mistake: str) -> Path:
-    """``"gae/truncation_as_termination"`` -> its file in the mistake catalogue (ValueError if there is none)."""
+    """``"gae/truncation_as_termination"`` -> its patch in the mistake catalogue (ValueError if there is none)."""
     return catalogue_path(mistake, "mistake")
 
 
-def _load_with_override(spec: str, entry: str, kind: str) -> Implementation:
+def patched_source(root: Path, entry: str, kind: str = "mistake") -> str:
+    """The text of ``root/<concept>.py`` with the entry's patch applied; a PatchError (a ValueError) names the entry
+    and shows the hunk that does not apply."""
     path = catalogue_path(entry, kind)
+    target = root / f"{entry.partition('/')[0]}.py"
+    name = f"{CATALOGUES[kind].name}/{entry}{ENTRY_SUFFIX}"
+    return apply(target.read_text(encoding="utf-8"), path.read_text(encoding="utf-8"), name, str(target))
+
+
+def _load_with_entry(spec: str, entry: str, kind: str) -> Implementation:
+    """A fresh copy of ``spec`` whose module of the entry's concept is its text patched by the entry."""
     concept_name = entry.partition("/")[0]
     base = load(spec)
+    text = patched_source(base.root, entry, kind)
     tag = entry.replace("/", "__")
     implementation = _load_folder(base.root, label=f"{spec}+{entry}", prefix=f"kata_{kind}_{tag}")
-    target = implementation.module(concept_name)
-
-    module_name = f"kata_{kind}_catalogue_{tag}"
-    module_spec = importlib.util.spec_from_file_location(module_name, path)
-    assert module_spec is not None and module_spec.loader is not None
-    wrong = importlib.util.module_from_spec(module_spec)
-    module_spec.loader.exec_module(wrong)
-
-    overrides = {
-        name: value
-        for name, value in vars(wrong).items()
-        if callable(value) and getattr(value, "__module__", None) == module_name and hasattr(target, name)
-    }
-    if not overrides:
-        raise ValueError(f"{path} defines no function of {concept_name}.py to replace")
-    # Bind each replacement wherever the copy refers to the right one: in its own module and in every module
-    # that imported it (the loops import the concept functions of their own package).
-    originals = {name: getattr(target, name) for name in overrides}
-    for module in _package_modules(implementation):
-        for attribute, value in list(vars(module).items()):
-            for name, original in originals.items():
-                if value is original:
-                    setattr(module, attribute, overrides[name])
-    return implementation
-
-
-def _package_modules(implementation: Implementation) -> list[types.ModuleType]:
-    modules = []
-    for c in CONCEPTS:
+    module_name = f"{implementation.package_name}.{concept_name}"
+    if module_name not in sys.modules:
+        # The patched text is what runs, and what tracebacks show: linecache holds it under a name of its own.
+        filename = f"{base.root / concept_name}.py+{CATALOGUES[kind].name}/{entry}{ENTRY_SUFFIX}"
+        linecache.cache[filename] = (len(text), None, text.splitlines(keepends=True), filename)
+        module_spec = importlib.util.spec_from_loader(module_name, loader=None, origin=filename)
+        assert module_spec is not None
+        module = importlib.util.module_from_spec(module_spec)
+        module.__file__ = filename
+        sys.modules[module_name] = module  # before it runs: its dataclasses, and the copy's other modules, find it
         try:
-            modules.append(implementation.module(c.name))
-        except ImplementationImportError:
-            continue
-    return modules
+            exec(compile(text, filename, "exec"), module.__dict__)  # noqa: S102 - the reference, patched
+        except BaseException:
+            del sys.modules[module_name]
+            raise
+    return implementation

@@ -40,12 +40,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption(
         "--mistake",
         default=None,
-        help="with --impl solutions: replace one function by a wrong one from mistakes/ (concept/name)",
+        help="with --impl solutions: run the reference patched by a wrong implementation, mistakes/CONCEPT/NAME.diff",
     )
     group.addoption(
         "--variant",
         default=None,
-        help="with --impl solutions: replace one function by a valid variant from variants/ (concept/name)",
+        help="with --impl solutions: run the reference patched by a valid variant, variants/CONCEPT/NAME.diff",
     )
     group.addoption(
         "--e2e",

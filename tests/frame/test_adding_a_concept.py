@@ -1,9 +1,10 @@
 """Adding a concept: a throwaway one, added to a copy of the repository the way CONTRIBUTING.md's checklist says,
-touches at most eight files besides its own mistake and variant files, and `kata list`, the stub generator and
-`kata check` take it up from the course data alone."""
+touches at most eight files besides its own mistake and variant patches, and `kata list`, the stub generator,
+`kata check` and the catalogue's runs take it up from the course data alone."""
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import os
 import re
@@ -119,15 +120,17 @@ GUIDE_SECTION = '''
 
 Multiplying every reward by one positive scale multiplies every advantage by it.
 '''
-MISTAKE = '''from kata.concepts.arrays import like_inputs
-from kata.concepts.contracts.reward_scaling import scale_inputs
 
 
-def scale_rewards(rewards, scale):
-    x = scale_inputs(rewards, scale)
-    return like_inputs(x.rewards + x.scale, rewards)
-'''
-VARIANT = MISTAKE.replace("x.rewards + x.scale", "x.rewards / (1.0 / x.scale)")
+def patch_of_the_solution(new: str) -> str:
+    """A catalogue entry: the unified diff of solutions/reward_scaling.py with its one multiplication replaced."""
+    changed = SOLUTION.replace("x.rewards * x.scale", new)
+    return "".join(difflib.unified_diff(SOLUTION.splitlines(keepends=True), changed.splitlines(keepends=True),
+                                        f"a/solutions/{NAME}.py", f"b/solutions/{NAME}.py"))
+
+
+MISTAKE = patch_of_the_solution("x.rewards + x.scale")
+VARIANT = patch_of_the_solution("x.rewards / (1.0 / x.scale)")
 
 
 def snapshot(root: Path) -> dict[str, str]:
@@ -169,7 +172,7 @@ def test_a_new_concept_touches_at_most_eight_files_and_every_tool_takes_it_up(tm
         guide.write(GUIDE_SECTION)
     for kind, text, entry in (("mistakes", MISTAKE, "scale_added"), ("variants", VARIANT, "scale_divided_by_inverse")):
         (copy / kind / NAME).mkdir()
-        (copy / kind / NAME / f"{entry}.py").write_text(text)
+        (copy / kind / NAME / f"{entry}.diff").write_text(text)
 
     stubs = kata(copy, "stubs")
     assert stubs.returncode == 0 and (copy / "exercises" / f"{NAME}.py").is_file(), (
@@ -193,12 +196,19 @@ def test_a_new_concept_touches_at_most_eight_files_and_every_tool_takes_it_up(tm
     assert on_the_reference.returncode == 0 and "passes every test" in on_the_reference.stdout, (
         f"`kata check` passes the new concept on the reference: {on_the_reference.stdout}")
 
+    mistakes = kata(copy, "mistakes", NAME, "--jobs", "1")
+    assert mistakes.returncode == 0 and f"caught  {NAME}/scale_added" in mistakes.stdout, (
+        f"`kata mistakes` applies the new concept's patch and its test catches it: {mistakes.stdout}{mistakes.stderr}")
+    variants = kata(copy, "variants", NAME, "--jobs", "1")
+    assert variants.returncode == 0 and f"accepted  {NAME}/scale_divided_by_inverse" in variants.stdout, (
+        f"`kata variants` applies the new concept's variant and its test accepts it: {variants.stdout}")
+
     after = snapshot(copy)
     touched = sorted(name for name in after.keys() | before.keys() if before.get(name) != after.get(name)
                      and not name.startswith((f"mistakes/{NAME}/", f"variants/{NAME}/", ".kata/", ".hypothesis/")))
     touched = [name for name in touched if name != f"exercises/{NAME}.py"] + [f"exercises/{NAME}.py"]
     assert len(touched) <= MOST_FILES_TOUCHED, (
-        f"adding a concept touched {len(touched)} files besides its own mistakes and variants: {touched}")
+        f"adding a concept touched {len(touched)} files besides its own mistake and variant patches: {touched}")
     checklist = (ROOT / "CONTRIBUTING.md").read_text().partition("## Adding a concept")[2].partition("\n## ")[0]
     unnamed = [name for name in touched if Path(name).name.replace(NAME, "<concept>") not in checklist
                and name.replace(NAME, "<concept>") not in checklist]

@@ -83,7 +83,7 @@ def test_the_autograder_zip_holds_what_grading_needs_and_grades_a_perfect_submis
     assert {"setup.sh", "run_autograder", "requirements-autograder.txt", "solutions/gae.py", "tests/test_gae.py",
             "conftest.py"} <= set(names), (
         f"the zip carries the setup, the runner, the pins, the solutions and the tests; it holds {sorted(names)}")
-    assert "mistakes/gae/truncation_as_termination.py" in names, "the catalogue a failed concept is diagnosed by"
+    assert "mistakes/gae/truncation_as_termination.diff" in names, "the catalogue a failed concept is diagnosed by"
     assert not [n for n in names if n.startswith(("variants/", "exercises/")) or "fixtures" in n], (
         "no exercises, variants or test fixtures in the zip: grading needs none of them")
     assert "torch==2.13.0" in zipfile.ZipFile(zip_path).read("requirements-autograder.txt").decode(), (

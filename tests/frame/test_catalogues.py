@@ -1,29 +1,38 @@
-"""The mistake and variant catalogues: files and manifest agree, each entry says what it is, and the runner asks for
-what the profiles promise (fresh seeds for random profiles, no shrinking, no example database)."""
+"""The mistake and variant catalogues: patches and manifest agree, every patch applies to its reference and says
+only how the code differs, and the runner asks for what the profiles promise (fresh seeds for random profiles, no
+shrinking, no example database)."""
 
 from __future__ import annotations
 
-import ast
+import io
+import tokenize
 
 import pytest
 from hypothesis import Phase, settings
 
 from kata.catalogue.runs import Run, catalogue_entries, catalogue_problems, hypothesis_profile
-from kata.concepts.impl import CATALOGUES
+from kata.concepts.impl import CATALOGUES, REPOSITORY_ROOT, patched_source
 from kata.concepts.manifest import CONCEPTS
 
 pytestmark = pytest.mark.frame
 NAMES = [c.name for c in CONCEPTS]
 
 
-def test_mistake_files_and_manifest_agree():
-    assert catalogue_problems("mistake", NAMES, lambda c: (m.name for m in c.mistakes)) == [], (
-        "every mistake listed in kata/concepts/course.toml has its file under mistakes/, and every file is listed")
+def test_mistake_patches_and_manifest_agree_and_every_patch_applies():
+    problems = catalogue_problems("mistake", NAMES, lambda c: (m.name for m in c.mistakes))
+    assert problems == [], ("every mistake listed in kata/concepts/course.toml has its patch under mistakes/, every "
+                            "patch is listed, and each applies to the reference as it is now:\n" + "\n".join(problems))
 
 
-def test_variant_files_and_manifest_agree():
-    assert catalogue_problems("variant", NAMES, lambda c: (v.name for v in c.variants)) == [], (
-        "every variant listed in kata/concepts/course.toml has its file under variants/, and every file is listed")
+def test_variant_patches_and_manifest_agree_and_every_patch_applies():
+    problems = catalogue_problems("variant", NAMES, lambda c: (v.name for v in c.variants))
+    assert problems == [], ("every variant listed in kata/concepts/course.toml has its patch under variants/, every "
+                            "patch is listed, and each applies to the reference as it is now:\n" + "\n".join(problems))
+
+
+def comments(text: str) -> set[str]:
+    return {token.string for token in tokenize.generate_tokens(io.StringIO(text).readline)
+            if token.type == tokenize.COMMENT}
 
 
 def test_every_entry_is_explained_once_in_the_course_data():
@@ -33,17 +42,23 @@ def test_every_entry_is_explained_once_in_the_course_data():
         for variant in c.variants:
             assert variant.summary and variant.reason, (
                 f"{c.name}/{variant.name}: the course data says what the variant does and why it is valid")
+    solutions = REPOSITORY_ROOT / "solutions"
     for kind in ("mistake", "variant"):
         for entry in catalogue_entries(kind, NAMES):
-            path = CATALOGUES[kind] / f"{entry}.py"
-            assert ast.get_docstring(ast.parse(path.read_text())) is None, (
-                f"{path}: the {kind} is explained in kata/concepts/course.toml, once; the file holds its code only")
+            reference = (solutions / f"{entry.partition('/')[0]}.py").read_text(encoding="utf-8")
+            patched = patched_source(solutions, entry, kind)
+            added = comments(patched) - comments(reference)
+            assert not added, (f"{CATALOGUES[kind].name}/{entry}.diff adds the comments {sorted(added)}: the {kind} "
+                               "is explained in kata/concepts/course.toml, once; its patch changes code only")
+            long = [number for number, line in enumerate(patched.splitlines(), start=1) if len(line) > 120]
+            assert not long, f"{CATALOGUES[kind].name}/{entry}.diff writes lines over 120 characters: {long}"
 
 
 def test_a_listed_file_that_is_missing_is_a_problem():
     problems = catalogue_problems("variant", ["gae"], lambda c: ("no_such_variant", *(v.name for v in c.variants)))
-    assert problems == ["gae/no_such_variant: listed in kata/concepts/course.toml but variants/gae/no_such_variant.py "
-                        "is missing"], f"a listed variant without its file is reported by name and path: {problems}"
+    assert problems == ["gae/no_such_variant: listed in kata/concepts/course.toml but "
+                        "variants/gae/no_such_variant.diff is missing"], (
+        f"a listed variant without its patch is reported by name and path: {problems}")
 
 
 @pytest.mark.parametrize("name", ["dev", "ci", "thorough"])

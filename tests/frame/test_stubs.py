@@ -118,7 +118,7 @@ def test_reference_only_helpers_stay_in_the_reference():
     stub = (REPOSITORY_ROOT / "exercises" / "ppo_cartpole.py").read_text(encoding="utf-8")
     for helper in ("_minibatch_loss", "_clipped_step"):
         assert helper not in stub, f"{helper} is the reference's: it belongs inside a SOLUTION block"
-    from solutions.ppo_cartpole import _clipped_step, _minibatch_loss  # noqa: F401 - mistakes/ import them
+    from solutions.ppo_cartpole import _clipped_step, _minibatch_loss  # noqa: F401 - the reference keeps them
 
 
 # ---- writing: never a student's work ----------------------------------------------------------------------------
