@@ -54,11 +54,18 @@ def copy_of(repository: Path, destination: Path) -> Path:
 
 
 def module_for(repository: Path, concept: str, wrong: bool) -> str:
-    """The text of exercises/<concept>.py: the reference's module, or with a catalogued mistake's functions in it."""
+    """The text of exercises/<concept>.py: the reference's module, or a catalogued mistake's patch of it (a checkout
+    from before the patches holds the mistake's functions in a module of their own, bound over the reference's)."""
     text = (repository / "solutions" / f"{concept}.py").read_text()
     if not wrong:
         return text
-    mistake = (repository / "mistakes" / concept / f"{WRONG[concept]}.py").read_text()
+    entry = repository / "mistakes" / concept / WRONG[concept]
+    if entry.with_suffix(".diff").is_file():
+        sys.path.insert(0, str(ROOT))
+        from kata.concepts.patches import apply
+
+        return apply(text, entry.with_suffix(".diff").read_text(), str(entry), f"solutions/{concept}.py")
+    mistake = entry.with_suffix(".py").read_text()
     mistake = "\n".join(line for line in mistake.splitlines() if not line.startswith("from __future__"))
     return text + "\n\n# a catalogued mistake, bound over the reference's function\n" + mistake
 

@@ -57,7 +57,7 @@ HELD_OUT_VARIANT_SEEDS = tuple(range(3000, 3004))
 
 
 def variants(concept: str) -> list[str]:
-    return sorted(f"{concept}/{path.stem}" for path in (REPOSITORY / "variants" / concept).glob("*.py"))
+    return sorted(f"{concept}/{path.stem}" for path in (REPOSITORY / "variants" / concept).glob("*.diff"))
 
 
 def streams(concept: str, reference_seeds: tuple[int, ...]) -> list[tuple[str | None, int]]:

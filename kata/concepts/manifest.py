@@ -20,7 +20,7 @@ GUIDE = "GUIDE.md"
 
 @dataclass(frozen=True)
 class Mistake:
-    """A wrong implementation kept in ``mistakes/<concept>/<name>.py``; the concept's tests must catch it."""
+    """A wrong implementation kept in ``mistakes/<concept>/<name>.diff``; the concept's tests must catch it."""
 
     name: str
     misunderstanding: str  # what a student whose code behaves like this one misunderstood, in a phrase
@@ -29,7 +29,7 @@ class Mistake:
 
 @dataclass(frozen=True)
 class Variant:
-    """A valid implementation kept in ``variants/<concept>/<name>.py``; every test of the concept must pass on it."""
+    """A valid implementation kept in ``variants/<concept>/<name>.diff``; every test of the concept must pass on it."""
 
     name: str
     summary: str  # what it does differently from the reference
@@ -39,7 +39,7 @@ class Variant:
 @dataclass(frozen=True)
 class Concept:
     number: int  # its place in the course, from 1
-    name: str  # module name in exercises/ and solutions/, test module tests/test_<name>.py, and the pytest marker
+    name: str  # module name in exercises/ and solutions/, test module tests/test_<name>.diff, and the pytest marker
     title: str
     points: float
     exports: tuple[str, ...]  # public names the concept module defines; the package re-exports them
