@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from kata.concepts.impl import REPOSITORY_ROOT as ROOT
+from kata.concepts.patches import apply
 from kata.student import watch
 
 pytestmark = pytest.mark.frame
@@ -63,7 +64,7 @@ def test_the_watch_gives_the_verdict_of_kata_check_on_a_stub_a_wrong_and_a_right
     copy = _copy(tmp_path / "repository")
     module = copy / "exercises" / "baselines.py"
     reference = (ROOT / "solutions" / "baselines.py").read_text()
-    wrong = reference + "\n\n" + (ROOT / "mistakes" / "baselines" / "rloo_includes_self.py").read_text()
+    wrong = apply(reference, (ROOT / "mistakes" / "baselines" / "rloo_includes_self.diff").read_text())
     files = {"stub": module.read_text(), "wrong": wrong, "right": reference}
     for name, text in files.items():
         (tmp_path / f"{name}.py").write_text(text)
