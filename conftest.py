@@ -27,8 +27,8 @@ pytest_plugins = ["kata.testing.options", "kata.testing.progress"]
 # ---- Hypothesis profiles ---------------------------------------------------------------------------------------
 # dev: what a student runs many times an hour (grading's examples, then 5 random ones: see GRADING_FIRST). ci: the
 # same 25 examples per test on every run (derandomized), no deadline on a loaded machine; at 25, as at 40, every
-# catalogued mistake is caught and every concept's mutation score is unchanged (docs/mutation.md), in 5/8 of the
-# time. thorough: many more examples, for an instructor before a release.
+# catalogued mistake is caught and every concept's mutation score is unchanged (docs/mutation.md; the time saved:
+# docs/benchmarks.md). thorough: many more examples, for an instructor before a release.
 # The explain phase traces coverage of every failing example: seconds per failing test, for a line of output a
 # student does not need. Shrinking stays: the smallest counterexample is what a failure message should show.
 _PHASES = (Phase.explicit, Phase.reuse, Phase.generate, Phase.target, Phase.shrink)
@@ -165,7 +165,7 @@ def impl(request: pytest.FixtureRequest) -> implementations.Implementation:
 # the student's profiles only the session's first failing test shrinks; a later one stops at the example that failed
 # it. The verdict is the same either way: shrinking only chooses which failing example is shown.
 _FAILED_ALREADY = pytest.StashKey[bool]()
-_WITHOUT_SHRINKING = (Phase.explicit, Phase.reuse, Phase.generate, Phase.target)
+_WITHOUT_SHRINKING = tuple(phase for phase in _PHASES if phase is not Phase.shrink)
 
 
 @pytest.hookimpl(wrapper=True)
