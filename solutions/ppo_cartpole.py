@@ -316,7 +316,7 @@ def train_ppo(config: PPOConfig) -> dict[str, Any]:
     ``environment_steps``, ``approx_kl``, ``active_clip_fraction``, ``ratio_outside_fraction``, ``entropy``, the
     losses, ``explained_variance``, ``evaluation_mean`` where evaluated) and ``wall_time``.
     """
-    # Module-level names are looked up at call time, so a replaced function (a mistake from the catalogue, or a
-    # student's fix) is the one that trains.
+    # The frame's loop runs this module's functions, whatever they hold: a student's code, or the reference with a
+    # catalogued patch applied.
     return run_ppo(config, gae_masks=gae_masks, bootstrap_values=bootstrap_values, gae_advantages=gae_advantages,
                    ppo_update=ppo_update)
