@@ -1,10 +1,11 @@
 """The student's commands: ``kata list``, ``hint``, ``status``, ``check`` and ``watch``.
 
 ``list``, ``hint`` and ``status`` read only the course data and the parsed sources, so they answer at once (neither
-torch nor pytest is imported). ``check`` runs one concept's test module on ``exercises/`` in a pytest subprocess and
-says what to do next; ``watch`` runs the same check again after every change, in a warm process (kata.student.watch).
-Nothing here imports the grader or the catalogue: where the instructor's catalogue is installed beside it, ``check``
-asks pytest for its diagnosis plugin by name, which diagnoses a failed concept in the same process.
+torch nor pytest is imported). ``check`` runs pytest on one concept's test module on ``exercises/``, in its own
+process, and says what to do next; ``watch`` runs the same check again after every change, in a warm process
+(kata.student.watch). Nothing here imports the grader or the catalogue: where the instructor's catalogue is
+installed beside it, ``check`` asks pytest for its diagnosis plugin by name, which diagnoses a failed concept in the
+same process.
 """
 
 from __future__ import annotations
@@ -121,9 +122,20 @@ def pytest_in_a_subprocess(arguments: list[str]) -> int:
     return subprocess.call([sys.executable, "-m", "pytest", *arguments], cwd=REPOSITORY_ROOT, env=environment)
 
 
-def run_check(c: Concept | None, slow: bool = False, run_pytest: PytestRunner = pytest_in_a_subprocess) -> int:
+def pytest_in_this_process(arguments: list[str]) -> int:
+    """pytest in ``kata check``'s own process, which runs one check and ends: no second interpreter to start."""
+    import pytest
+
+    os.environ.pop("KATA_IMPL", None)  # the student's own exercises/, whatever the shell says
+    os.chdir(REPOSITORY_ROOT)
+    # kata.testing's modules that this command imported before pytest could mark them for assertion rewriting hold
+    # no test's assertion; the warning would be all the difference with pytest's own output.
+    return int(pytest.main(["-W", "ignore::pytest.PytestAssertRewriteWarning", *arguments]))
+
+
+def run_check(c: Concept | None, slow: bool = False, run_pytest: PytestRunner = pytest_in_this_process) -> int:
     """Run one concept's tests on exercises/ and say what to do next; pytest's exit code. ``run_pytest`` runs pytest
-    on the arguments (``kata check``: a subprocess; ``kata watch``: a child of its warm process)."""
+    on the arguments (``kata check``: in its own process; ``kata watch``: a child of its warm process)."""
     states = status.all_states()
     if c is None:
         c = status.next_concept(states)
