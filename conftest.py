@@ -87,11 +87,13 @@ def pytest_configure(config: pytest.Config) -> None:
         raise pytest.UsageError(problem)
     # A concept test's failure is its message, without pytest's "+ where tensor(False) = ..." lines under it.
     leave_concept_tests_unrewritten(c.name for c in CONCEPTS)
-    # Imported here, after that check: a run that stops at start-up does not pay the second torch takes to import.
-    import torch
+    # Imported here, after that check, and only where tests run: a run that stops at start-up, and pytest-xdist's
+    # controller (`-n`: its workers run the tests), do not pay the second that torch takes to import.
+    if not (getattr(config.option, "numprocesses", None) and not hasattr(config, "workerinput")):
+        import torch
 
-    # The kata's tensors are tiny: on a 2-core machine a second intra-op thread only adds hand-offs and waiting.
-    torch.set_num_threads(1)
+        # The kata's tensors are tiny: on a 2-core machine a second intra-op thread only adds hand-offs and waiting.
+        torch.set_num_threads(1)
     for concept in CONCEPTS:
         config.addinivalue_line("markers", f"{concept.name}: concept {concept.number}, {concept.title}")
     config.addinivalue_line("markers", f"{FRAME_MARKER}: tests of the kata's own frame (not a concept)")
