@@ -14,9 +14,9 @@ gradient only if ``b_i`` does not depend on ``y_i``:
 from __future__ import annotations
 
 import numpy as np
+import torch
 
-from kata.concepts.arrays import ArrayLike, check_integer, like_inputs
-from kata.concepts.contracts.baselines import group_rewards
+from kata.concepts.arrays import ArrayLike, as_float_tensor, check_integer, check_ndim, like_inputs
 from kata.concepts.stub import not_implemented
 
 
@@ -32,7 +32,7 @@ def no_baseline_advantages(rewards: ArrayLike) -> ArrayLike:
     Raises:
         ValueError: ``rewards`` is not 2-D, or has no group or no sample.
     """
-    tensor = group_rewards(rewards)  # a checked floating tensor [groups, G]; return like_inputs(result, rewards)
+    tensor = _group_rewards(rewards)  # a checked floating tensor [groups, G]; return like_inputs(result, rewards)
     raise not_implemented("no_baseline_advantages")
 
 
@@ -55,7 +55,7 @@ def group_mean_advantages(rewards: ArrayLike) -> ArrayLike:
         >>> group_mean_advantages(np.array([[1.0, 2.0, 6.0]]))
         array([[-2., -1.,  3.]])
     """
-    tensor = group_rewards(rewards)
+    tensor = _group_rewards(rewards)
     raise not_implemented("group_mean_advantages")
 
 
@@ -79,7 +79,7 @@ def rloo_advantages(rewards: ArrayLike) -> ArrayLike:
         >>> rloo_advantages(np.array([[1.0, 2.0, 6.0]]))
         array([[-3. , -1.5,  4.5]])
     """
-    tensor = group_rewards(rewards, minimum_group_size=2)
+    tensor = _group_rewards(rewards, minimum_group_size=2)
     raise not_implemented("rloo_advantages")
 
 
@@ -114,3 +114,17 @@ def simulate_group_baseline_bias(group_size: int, groups: int, seed: int) -> dic
     # Draw the actions with np.random.default_rng(seed), build the rewards, then use your three advantage
     # functions above: one vectorised pass over all groups, no Python loop over groups.
     raise not_implemented("simulate_group_baseline_bias")
+
+
+def _group_rewards(rewards: ArrayLike, minimum_group_size: int = 1) -> torch.Tensor:
+    """``rewards`` as a floating tensor shaped ``[groups, G]`` with ``G >= minimum_group_size``."""
+    tensor = as_float_tensor(rewards, "rewards")
+    check_ndim("rewards", tensor, (2,))
+    if tensor.shape[0] < 1:
+        raise ValueError(f"rewards must hold at least one group (shape [groups, G]); got shape {tuple(tensor.shape)}")
+    if tensor.shape[1] < minimum_group_size:
+        raise ValueError(
+            f"rewards must have G >= {minimum_group_size} samples per group (shape [groups, G]); "
+            f"got G = {tensor.shape[1]}: a leave-one-out baseline needs at least one other sample"
+        )
+    return tensor

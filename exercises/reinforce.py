@@ -11,8 +11,15 @@ from __future__ import annotations
 
 import torch
 
-from kata.concepts.arrays import ArrayLike, like_inputs
-from kata.concepts.contracts.reinforce import entropy_inputs, reward_to_go_inputs, surrogate_inputs
+from kata.concepts.arrays import (
+    ArrayLike,
+    as_float_tensor,
+    check_binary_mask,
+    check_ndim,
+    check_probability,
+    check_same_shape,
+    like_inputs,
+)
 from kata.concepts.stub import not_implemented
 
 
@@ -42,7 +49,13 @@ def reinforce_surrogate_loss(log_probs: ArrayLike, advantages: ArrayLike) -> Arr
         >>> reinforce_surrogate_loss(np.array([-0.5, -2.0]), np.array([2.0, -1.0]))
         array(-0.5)
     """
-    log_probs_t, advantages_t = surrogate_inputs(log_probs, advantages)
+    log_probs_t = as_float_tensor(log_probs, "log_probs")
+    advantages_t = as_float_tensor(advantages, "advantages", like=log_probs_t)
+    if log_probs_t.numel() == 0:
+        raise ValueError(f"log_probs must hold at least one value; got shape {tuple(log_probs_t.shape)}")
+    check_same_shape("log_probs", log_probs_t, advantages=advantages_t)
+    dtype = torch.promote_types(log_probs_t.dtype, advantages_t.dtype)
+    log_probs_t, advantages_t = log_probs_t.to(dtype), advantages_t.to(dtype)
     # log_probs_t, advantages_t: floating tensors of one shape and dtype. Which of the two may carry gradient?
     # Return like_inputs(loss, log_probs, advantages) so NumPy callers get NumPy back.
     raise not_implemented("reinforce_surrogate_loss")
@@ -73,7 +86,11 @@ def discounted_reward_to_go(rewards: ArrayLike, episode_ends: ArrayLike, gamma: 
         >>> discounted_reward_to_go(np.array([1.0, 1.0, 1.0]), np.array([0, 1, 0]), gamma=0.5)
         array([1.5, 1. , 1. ])
     """
-    rewards_t, ends, gamma_value = reward_to_go_inputs(rewards, episode_ends, gamma)
+    rewards_t = as_float_tensor(rewards, "rewards")
+    check_ndim("rewards", rewards_t, (1, 2))
+    ends = check_binary_mask("episode_ends", episode_ends)
+    check_same_shape("rewards", rewards_t, episode_ends=ends)
+    gamma_value = check_probability("gamma", gamma)
     # rewards_t: [T] or [T, N] floats; ends: a bool tensor of that shape; gamma_value: a float. Walk t backwards
     # over axis 0 and build the result without in-place writes (keep autograd), then like_inputs(result, rewards).
     raise not_implemented("discounted_reward_to_go")
@@ -103,7 +120,18 @@ def categorical_entropy(logits: ArrayLike) -> ArrayLike:
         >>> categorical_entropy(np.array([[0.0, 0.0], [0.0, -1e9]]))
         array([0.69314718, 0.        ])
     """
-    logits_t = entropy_inputs(logits)
+    logits_t = as_float_tensor(logits, "logits")
+    if logits_t.ndim < 1 or logits_t.shape[-1] < 1:
+        raise ValueError(f"logits must have a last axis of K >= 1 actions; got shape {tuple(logits_t.shape)}")
+    plain = logits_t.detach()
+    # One reduction on the common path (every logit finite): the training loops call this every minibatch.
+    if not bool(torch.isfinite(plain).all()):
+        if torch.isnan(plain).any() or (plain == float("inf")).any():
+            raise ValueError(
+                "logits must not hold NaN or +inf (use -inf, or a large negative number, to mask an action)"
+            )
+        if not torch.isfinite(plain).any(dim=-1).all():
+            raise ValueError("logits must have at least one finite logit per distribution; got a row of -inf only")
     # logits_t: [..., K] floats. Work with log-probabilities from a numerically stable function, and make sure an
     # action of probability 0 adds exactly 0 (not NaN). Return like_inputs(entropy, logits).
     raise not_implemented("categorical_entropy")

@@ -23,10 +23,18 @@ ever reaches them, whichever of them is a tensor that requires grad.
 
 from __future__ import annotations
 
+from functools import reduce
+
 import torch
 
-from kata.concepts.arrays import ArrayLike, check_positive, like_inputs
-from kata.concepts.contracts.clipped_surrogate import ppo_loss_inputs, ratio_inputs, surrogate_inputs, value_inputs
+from kata.concepts.arrays import (
+    ArrayLike,
+    as_float_tensor,
+    check_non_negative,
+    check_positive,
+    check_same_shape,
+    like_inputs,
+)
 # BEGIN STUB
 # from kata.concepts.stub import not_implemented
 # END STUB
@@ -63,7 +71,7 @@ def clipped_surrogate_terms(
         >>> pessimistic
         array([1.2, 0.5])
     """
-    new, old, adv, epsilon = surrogate_inputs(new_log_probs, old_log_probs, advantages, clip_epsilon)
+    new, old, adv, epsilon = _surrogate_inputs(new_log_probs, old_log_probs, advantages, clip_epsilon)
     # BEGIN SOLUTION
     adv = adv.detach()
     ratio = torch.exp(new - old.detach())
@@ -92,7 +100,7 @@ def clipped_policy_loss(
         >>> clipped_policy_loss(np.log([1.5, 0.5]), np.zeros(2), np.array([1.0, 1.0]), clip_epsilon=0.2)
         array(-0.85)
     """
-    new, old, adv, epsilon = surrogate_inputs(new_log_probs, old_log_probs, advantages, clip_epsilon)
+    new, old, adv, epsilon = _surrogate_inputs(new_log_probs, old_log_probs, advantages, clip_epsilon)
     # BEGIN SOLUTION
     *_, pessimistic = clipped_surrogate_terms(new, old, adv, epsilon)
     return like_inputs(-pessimistic.mean(), new_log_probs, old_log_probs, advantages)
@@ -129,7 +137,8 @@ def clipped_value_loss(
         >>> clipped_value_loss(np.array([3.0]), np.array([1.0]), np.array([3.0]), clip_epsilon=0.5)
         array(1.125)
     """
-    new, old, target, epsilon = value_inputs(values, old_values, returns, clip_epsilon)
+    new, old, target = _same_shape_floats(("values", values), ("old_values", old_values), ("returns", returns))
+    epsilon = check_positive("clip_epsilon", clip_epsilon)
     # BEGIN SOLUTION
     old, target = old.detach(), target.detach()
     unclipped = (new - target) ** 2
@@ -175,9 +184,15 @@ def ppo_loss(
         ...          entropy_coefficient=0.1)
         array(1.9)
     """
-    policy, value, entropy_t, c_value, c_entropy = ppo_loss_inputs(
-        policy_loss, value_loss, entropy, value_coefficient, entropy_coefficient
-    )
+    policy = _scalar_tensor("policy_loss", policy_loss)
+    value = _scalar_tensor("value_loss", value_loss)
+    entropy_t = as_float_tensor(entropy, "entropy")
+    if entropy_t.numel() == 0:
+        raise ValueError(f"entropy must hold at least one value; got shape {tuple(entropy_t.shape)}")
+    dtype = reduce(torch.promote_types, (policy.dtype, value.dtype, entropy_t.dtype))
+    policy, value, entropy_t = policy.to(dtype), value.to(dtype), entropy_t.to(dtype)
+    c_value = check_non_negative("value_coefficient", value_coefficient)
+    c_entropy = check_non_negative("entropy_coefficient", entropy_coefficient)
     # BEGIN SOLUTION
     total = policy + c_value * value - c_entropy * entropy_t.mean()
     return like_inputs(total, policy_loss, value_loss, entropy)
@@ -216,7 +231,7 @@ def approximate_kl(new_log_probs: ArrayLike, old_log_probs: ArrayLike) -> ArrayL
         >>> approximate_kl(np.log([2.0, 0.5]), np.zeros(2))
         array(0.25)
     """
-    new, old = ratio_inputs(new_log_probs, old_log_probs)
+    new, old = _same_shape_floats(("new_log_probs", new_log_probs), ("old_log_probs", old_log_probs))
     # BEGIN SOLUTION
     log_ratio = new - old.detach()
     # expm1(x) - x is (r - 1) - log r without cancellation for r near 1, where every useful value lies.
@@ -250,7 +265,7 @@ def active_clip_fraction(
         ...                      clip_epsilon=0.2)
         array(0.25)
     """
-    new, old, adv, epsilon = surrogate_inputs(new_log_probs, old_log_probs, advantages, clip_epsilon)
+    new, old, adv, epsilon = _surrogate_inputs(new_log_probs, old_log_probs, advantages, clip_epsilon)
     # BEGIN SOLUTION
     ratio = torch.exp(new.detach() - old.detach())
     adv = adv.detach()
@@ -287,7 +302,7 @@ def ratio_outside_fraction(new_log_probs: ArrayLike, old_log_probs: ArrayLike, c
         >>> ratio_outside_fraction(np.log([1.5, 0.5, 1.1, 1.0]), np.zeros(4), clip_epsilon=0.2)
         array(0.5)
     """
-    new, old = ratio_inputs(new_log_probs, old_log_probs)
+    new, old = _same_shape_floats(("new_log_probs", new_log_probs), ("old_log_probs", old_log_probs))
     epsilon = check_positive("clip_epsilon", clip_epsilon)
     # BEGIN SOLUTION
     ratio = torch.exp(new.detach() - old.detach())
@@ -298,3 +313,46 @@ def ratio_outside_fraction(new_log_probs: ArrayLike, old_log_probs: ArrayLike, c
     # # Count |r - 1| > epsilon, whatever the advantage.
     # raise not_implemented("ratio_outside_fraction")
     # END STUB
+
+
+def _surrogate_inputs(
+    new_log_probs: ArrayLike, old_log_probs: ArrayLike, advantages: ArrayLike, clip_epsilon: float
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, float]:
+    """The checks clipped_surrogate_terms, clipped_policy_loss and active_clip_fraction share: three arrays of one
+    shape (``_same_shape_floats``) and ``clip_epsilon > 0``."""
+    new, old, adv = _same_shape_floats(
+        ("new_log_probs", new_log_probs), ("old_log_probs", old_log_probs), ("advantages", advantages)
+    )
+    return new, old, adv, check_positive("clip_epsilon", clip_epsilon)
+
+
+def _same_shape_floats(reference: tuple[str, ArrayLike], *others: tuple[str, ArrayLike]) -> list[torch.Tensor]:
+    """Floating tensors of ``reference``'s shape (no broadcasting), non-empty, promoted to one dtype (autograd
+    kept); each pair is (argument name, value)."""
+    given = [reference[1], *(value for _, value in others)]
+    # The training loops' case, every minibatch: tensors that already agree pass through untouched.
+    if all(isinstance(value, torch.Tensor) for value in given) and _agree(given):
+        return given
+    first = as_float_tensor(reference[1], reference[0])
+    if first.numel() == 0:
+        raise ValueError(f"{reference[0]} must hold at least one value; got shape {tuple(first.shape)}")
+    rest = [as_float_tensor(value, name, like=first) for name, value in others]
+    check_same_shape(reference[0], first, **{name: tensor for (name, _), tensor in zip(others, rest, strict=True)})
+    tensors = [first, *rest]
+    dtype = reduce(torch.promote_types, (t.dtype for t in tensors))
+    return [t.to(dtype) for t in tensors]
+
+
+def _agree(tensors: list[torch.Tensor]) -> bool:
+    first = tensors[0]
+    return (first.is_floating_point() and first.numel() > 0
+            and all(t.dtype == first.dtype and t.shape == first.shape for t in tensors[1:]))
+
+
+def _scalar_tensor(name: str, value: ArrayLike) -> torch.Tensor:
+    tensor = as_float_tensor(value, name)
+    if tensor.ndim == 0:
+        return tensor
+    if tensor.numel() != 1:
+        raise ValueError(f"{name} must be a scalar (one number); got shape {tuple(tensor.shape)}")
+    return tensor.reshape(())

@@ -14,10 +14,19 @@ Termination always cuts the trace; a cut (time limit, rollout end) does not alwa
 
 from __future__ import annotations
 
+from functools import reduce
+
 import torch
 
-from kata.concepts.arrays import ArrayLike, like_inputs
-from kata.concepts.contracts.gae import gae_inputs
+from kata.concepts.arrays import (
+    ArrayLike,
+    as_float_tensor,
+    check_binary_mask,
+    check_ndim,
+    check_probability,
+    check_same_shape,
+    like_inputs,
+)
 # BEGIN STUB
 # from kata.concepts.stub import not_implemented
 # END STUB
@@ -63,25 +72,43 @@ def gae_advantages(
         ...                np.array([False, True]), np.array([True, True]), gamma=0.9, gae_lambda=1.0)
         array([  8., 100.])
     """
-    x = gae_inputs(rewards, values, next_values, terminated, trace_cuts, gamma, gae_lambda)
+    rewards_t = as_float_tensor(rewards, "rewards")
+    values_t = as_float_tensor(values, "values")
+    next_values_t = as_float_tensor(next_values, "next_values")
+    check_ndim("rewards", rewards_t, (1, 2))
+    check_same_shape("rewards", rewards_t, values=values_t, next_values=next_values_t)
+    terminated_t = check_binary_mask("terminated", terminated)
+    trace_cuts_t = check_binary_mask("trace_cuts", trace_cuts)
+    check_same_shape("rewards", rewards_t, terminated=terminated_t, trace_cuts=trace_cuts_t)
+    not_cut = terminated_t & ~trace_cuts_t
+    if not_cut.any():
+        where = tuple(int(i) for i in not_cut.nonzero()[0])
+        raise ValueError(
+            "trace_cuts must be True wherever terminated is True (a terminal record ends its trace); "
+            f"record {where if len(where) > 1 else where[0]} is terminated but not cut"
+        )
+    dtype = reduce(torch.promote_types, (rewards_t.dtype, values_t.dtype, next_values_t.dtype))
+    rewards_t, values_t, next_values_t = rewards_t.to(dtype), values_t.to(dtype), next_values_t.to(dtype)
+    gamma = check_probability("gamma", gamma)
+    gae_lambda = check_probability("gae_lambda", gae_lambda)
     # BEGIN SOLUTION
     # Selected, never multiplied by a 0/1 mask: next_values at a terminal, and whatever lies past a cut, may be
     # NaN or inf, and 0 · inf is NaN.
-    bootstrapped = torch.where(x.terminated, torch.zeros_like(x.next_values), x.gamma * x.next_values)
-    deltas = x.rewards + bootstrapped - x.values
-    decay = x.gamma * x.gae_lambda
+    bootstrapped = torch.where(terminated_t, torch.zeros_like(next_values_t), gamma * next_values_t)
+    deltas = rewards_t + bootstrapped - values_t
+    decay = gamma * gae_lambda
 
     # Backwards over time; out-of-place updates keep autograd intact for tensor inputs.
     advantages = [deltas[0]] * deltas.shape[0]
     following = torch.zeros_like(deltas[0])
     for t in range(deltas.shape[0] - 1, -1, -1):
-        following = deltas[t] + torch.where(x.trace_cuts[t], torch.zeros_like(following), decay * following)
+        following = deltas[t] + torch.where(trace_cuts_t[t], torch.zeros_like(following), decay * following)
         advantages[t] = following
     return like_inputs(torch.stack(advantages), rewards, values, next_values, terminated, trace_cuts)
     # END SOLUTION
     # BEGIN STUB
-    # # x.rewards, x.values, x.next_values: checked floating tensors of one shape; x.terminated, x.trace_cuts: bool
-    # # tensors; x.gamma, x.gae_lambda: floats. Compute in torch, then return like_inputs(result, rewards, values,
+    # # rewards_t, values_t, next_values_t: checked floating tensors of one shape; terminated_t, trace_cuts_t: bool
+    # # tensors; gamma, gae_lambda: floats. Compute in torch, then return like_inputs(result, rewards, values,
     # # next_values, terminated, trace_cuts) so NumPy callers get NumPy back. Build the result without in-place
     # # writes (keep autograd).
     # raise not_implemented("gae_advantages")

@@ -11,8 +11,15 @@ from __future__ import annotations
 
 import torch
 
-from kata.concepts.arrays import ArrayLike, like_inputs
-from kata.concepts.contracts.reinforce import entropy_inputs, reward_to_go_inputs, surrogate_inputs
+from kata.concepts.arrays import (
+    ArrayLike,
+    as_float_tensor,
+    check_binary_mask,
+    check_ndim,
+    check_probability,
+    check_same_shape,
+    like_inputs,
+)
 # BEGIN STUB
 # from kata.concepts.stub import not_implemented
 # END STUB
@@ -44,7 +51,13 @@ def reinforce_surrogate_loss(log_probs: ArrayLike, advantages: ArrayLike) -> Arr
         >>> reinforce_surrogate_loss(np.array([-0.5, -2.0]), np.array([2.0, -1.0]))
         array(-0.5)
     """
-    log_probs_t, advantages_t = surrogate_inputs(log_probs, advantages)
+    log_probs_t = as_float_tensor(log_probs, "log_probs")
+    advantages_t = as_float_tensor(advantages, "advantages", like=log_probs_t)
+    if log_probs_t.numel() == 0:
+        raise ValueError(f"log_probs must hold at least one value; got shape {tuple(log_probs_t.shape)}")
+    check_same_shape("log_probs", log_probs_t, advantages=advantages_t)
+    dtype = torch.promote_types(log_probs_t.dtype, advantages_t.dtype)
+    log_probs_t, advantages_t = log_probs_t.to(dtype), advantages_t.to(dtype)
     # BEGIN SOLUTION
     loss = -(log_probs_t * advantages_t.detach()).mean()
     return like_inputs(loss, log_probs, advantages)
@@ -81,7 +94,11 @@ def discounted_reward_to_go(rewards: ArrayLike, episode_ends: ArrayLike, gamma: 
         >>> discounted_reward_to_go(np.array([1.0, 1.0, 1.0]), np.array([0, 1, 0]), gamma=0.5)
         array([1.5, 1. , 1. ])
     """
-    rewards_t, ends, gamma_value = reward_to_go_inputs(rewards, episode_ends, gamma)
+    rewards_t = as_float_tensor(rewards, "rewards")
+    check_ndim("rewards", rewards_t, (1, 2))
+    ends = check_binary_mask("episode_ends", episode_ends)
+    check_same_shape("rewards", rewards_t, episode_ends=ends)
+    gamma_value = check_probability("gamma", gamma)
     # BEGIN SOLUTION
     carries = (~ends).to(rewards_t.dtype)
     # Backwards over time, out of place, so autograd through tensor rewards stays intact.
@@ -123,7 +140,18 @@ def categorical_entropy(logits: ArrayLike) -> ArrayLike:
         >>> categorical_entropy(np.array([[0.0, 0.0], [0.0, -1e9]]))
         array([0.69314718, 0.        ])
     """
-    logits_t = entropy_inputs(logits)
+    logits_t = as_float_tensor(logits, "logits")
+    if logits_t.ndim < 1 or logits_t.shape[-1] < 1:
+        raise ValueError(f"logits must have a last axis of K >= 1 actions; got shape {tuple(logits_t.shape)}")
+    plain = logits_t.detach()
+    # One reduction on the common path (every logit finite): the training loops call this every minibatch.
+    if not bool(torch.isfinite(plain).all()):
+        if torch.isnan(plain).any() or (plain == float("inf")).any():
+            raise ValueError(
+                "logits must not hold NaN or +inf (use -inf, or a large negative number, to mask an action)"
+            )
+        if not torch.isfinite(plain).any(dim=-1).all():
+            raise ValueError("logits must have at least one finite logit per distribution; got a row of -inf only")
     # BEGIN SOLUTION
     log_p = torch.log_softmax(logits_t, dim=-1)
     # A -inf log-probability (p = 0) would give 0 · -inf = NaN; clamping it to the lowest finite number keeps its

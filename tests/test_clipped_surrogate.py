@@ -7,6 +7,8 @@ the new log-probability is -r·A/N where the clip does not bind and exactly 0 wh
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 import torch
@@ -687,6 +689,60 @@ def test_bad_input_is_a_clear_error(impl):
     ]:
         with pytest.raises(ValueError, match=naming(argument)):
             impl.ppo_loss(**{**total, **change})
+
+
+def test_bad_arrays_are_named_as_numpy_and_as_tensors(impl):
+    """The checks hold on the training loops' path too, where every array is already a tensor; a shape is compared
+    with the first array's, and the error names both."""
+    functions = [(impl.clipped_surrogate_terms, ("new_log_probs", "old_log_probs", "advantages"), 0.2),
+                 (impl.clipped_policy_loss, ("new_log_probs", "old_log_probs", "advantages"), 0.2),
+                 (impl.active_clip_fraction, ("new_log_probs", "old_log_probs", "advantages"), 0.2),
+                 (impl.approximate_kl, ("new_log_probs", "old_log_probs"), None),
+                 (impl.ratio_outside_fraction, ("new_log_probs", "old_log_probs"), 0.2),
+                 (impl.clipped_value_loss, ("values", "old_values", "returns"), 0.2)]
+    for function, (first, *others), clip_epsilon in functions:
+        epsilon = {} if clip_epsilon is None else dict(clip_epsilon=clip_epsilon)
+        good = {name: np.linspace(-1.0, 0.0, 3) for name in (first, *others)}
+        function(**good, **epsilon)  # valid input works first
+        cases = [({first: np.zeros(1)}, others[0], first)]  # every other array differs from the first one
+        cases += [({name: np.zeros(1)}, name, first) for name in others]  # one that would broadcast
+        cases += [({name: np.zeros(0) for name in good}, first)]
+        for change, *named in cases:
+            for as_tensors in (False, True):
+                arrays = {name: torch.from_numpy(value) if as_tensors else value
+                          for name, value in {**good, **change}.items()}
+                with pytest.raises(ValueError) as error:
+                    function(**arrays, **epsilon)
+                unnamed = [name for name in named if not re.search(naming(name), str(error.value))]
+                assert not unnamed, (
+                    f"{function.__name__} with {({k: tuple(v.shape) for k, v in change.items()})}, "
+                    f"{'tensors' if as_tensors else 'NumPy'}: {str(error.value)!r} does not name {unnamed}")
+        for name in good:
+            with pytest.raises(ValueError, match=naming(name)):
+                function(**{**good, name: np.array(["a", "b", "c"])}, **epsilon)
+
+
+def test_ppo_loss_takes_one_number_of_any_shape_and_names_what_is_not_numbers(impl):
+    total = impl.ppo_loss(np.array([1.0]), np.array([[2.0]]), np.array([0.5, 1.5]), value_coefficient=0.5,
+                          entropy_coefficient=0.1)
+    assert np.shape(total) == (), f"a loss of shape (1,) or (1, 1) is one number; the total has shape {np.shape(total)}"
+    close(total, 1.9, "the PPO loss of one-element losses")
+    good = dict(policy_loss=np.array(1.0), value_loss=np.array(2.0), entropy=np.ones(3))
+    for name in good:
+        with pytest.raises(ValueError, match=naming(name)):
+            impl.ppo_loss(**{**good, name: np.array(["a"])}, value_coefficient=0.5, entropy_coefficient=0.01)
+
+
+def test_ppo_loss_scales_each_term_in_the_promoted_dtype(impl):
+    # Scaled in float32, 0.37 · value_loss (or 0.37 · mean(entropy)) is off by about 1e-8 of itself.
+    arguments = dict(policy_loss=np.array(1.0), value_loss=np.array(0.7), entropy=np.array([0.3, 1.1]))
+    for name in ("value_loss", "entropy"):
+        mixed = dict(arguments, **{name: arguments[name].astype(np.float32)})
+        widened = {key: value.astype(np.float64) for key, value in mixed.items()}
+        expected = widened["policy_loss"] + 0.37 * widened["value_loss"] - 0.37 * widened["entropy"].mean()
+        close(impl.ppo_loss(**mixed, value_coefficient=0.37, entropy_coefficient=0.37), expected,
+              f"a float32 {name} with float64 other terms: the total is computed in float64, each term widened "
+              "before it is scaled", rtol=1e-13)
 
 
 # ---- clauses no test holds, and why ----

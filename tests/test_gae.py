@@ -6,6 +6,8 @@ recursion: A_t = Σ_{k≥t} (γλ)^{k-t} · [no trace cut in t..k-1] · δ_k, wi
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 import torch
@@ -353,10 +355,14 @@ def test_bad_input_is_a_clear_error(impl):
                 terminated=np.array([False, False, True]), trace_cuts=np.array([False, True, True]),
                 gamma=0.99, gae_lambda=0.95)
     impl.gae_advantages(**good)  # valid input works first
-    cases = [
-        (dict(values=np.zeros(4)), "values"),
-        (dict(next_values=np.zeros((3, 1))), "next_values"),
-        (dict(terminated=np.array([False, True])), "terminated"),
+    cases = [  # the change, then every argument the message must name (a shape is compared with rewards')
+        (dict(rewards=np.array(["a", "b", "c"])), "rewards"),
+        (dict(values=np.array(["a", "b", "c"])), "values"),
+        (dict(next_values=np.array(["a", "b", "c"])), "next_values"),
+        (dict(values=np.zeros(4)), "values", "rewards"),
+        (dict(next_values=np.zeros((3, 1))), "next_values", "rewards"),
+        (dict(terminated=np.array([False, True])), "terminated", "rewards"),
+        (dict(trace_cuts=np.ones(4, bool)), "trace_cuts", "rewards"),
         (dict(trace_cuts=np.array([0, 2, 1])), "trace_cuts"),
         (dict(terminated=np.array([0.5, 0.0, 1.0])), "terminated"),
         (dict(terminated=np.array([False, True, True]), trace_cuts=np.array([False, False, True])), "trace_cuts"),
@@ -367,9 +373,27 @@ def test_bad_input_is_a_clear_error(impl):
         (dict(rewards=np.ones((3, 2, 1)), values=np.zeros((3, 2, 1)), next_values=np.ones((3, 2, 1)),
               terminated=np.zeros((3, 2, 1), bool), trace_cuts=np.zeros((3, 2, 1), bool)), "rewards"),
     ]
-    for change, argument in cases:
-        with pytest.raises(ValueError, match=naming(argument)):
+    for change, *arguments in cases:
+        with pytest.raises(ValueError) as error:
             impl.gae_advantages(**{**good, **change})
+        unnamed = [argument for argument in arguments if not re.search(naming(argument), str(error.value))]
+        assert not unnamed, f"changing {sorted(change)} raised {str(error.value)!r}, which does not name {unnamed}"
+
+
+@pytest.mark.parametrize("shape, record", [((3,), "1"), ((3, 2), "(1, 0)")])
+def test_a_terminated_record_left_uncut_is_named(impl, shape, record):
+    terminated, trace_cuts = np.zeros(shape, bool), np.zeros(shape, bool)
+    terminated[1:] = trace_cuts[2:] = True  # records 1 and 2 end the task; only record 2 cuts its trace
+    good = dict(rewards=np.ones(shape), values=np.zeros(shape), next_values=np.ones(shape), gamma=0.9,
+                gae_lambda=0.9)
+    impl.gae_advantages(**good, terminated=terminated, trace_cuts=trace_cuts | terminated)  # valid input works first
+    with pytest.raises(ValueError) as error:
+        impl.gae_advantages(**good, terminated=terminated, trace_cuts=trace_cuts)
+    message = str(error.value)
+    assert "trace_cuts must be True wherever terminated is True" in message, (
+        f"the message states the rule the input broke: {message!r}")
+    assert f"record {record} is terminated but not cut" in message, (
+        f"the message names the first record that breaks it, {record} for shape {shape}: {message!r}")
 
 
 # ---- clauses no test holds, and why ----

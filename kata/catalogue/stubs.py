@@ -2,13 +2,13 @@
 
 In ``solutions/<concept>.py`` the student's part is marked, and the stub's text is written next to it::
 
-    x = gae_inputs(rewards, values, ...)          kept: the checks are the stub's too
+    rewards_t = as_float_tensor(rewards, ...)     kept: the checks are the stub's too
     # BEGIN SOLUTION
     deltas = ...                                  left out of the stub
     return like_inputs(...)
     # END SOLUTION
     # BEGIN STUB
-    # # x.rewards, x.values: checked tensors ...  the stub's lines, commented once: "# " comes off
+    # # rewards_t, values_t: checked tensors ...  the stub's lines, commented once: "# " comes off
     # raise not_implemented("gae_advantages")
     # END STUB
 

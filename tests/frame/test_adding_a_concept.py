@@ -1,5 +1,5 @@
 """Adding a concept: a throwaway one, added to a copy of the repository the way CONTRIBUTING.md's checklist says,
-touches at most eight files besides its own mistake and variant patches, and `kata list`, the stub generator,
+touches at most seven files besides its own mistake and variant patches, and `kata list`, the stub generator,
 `kata check` and the catalogue's runs take it up from the course data alone."""
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from kata.concepts.manifest import CONCEPTS, MAX_POINTS
 
 pytestmark = pytest.mark.frame
 
-MOST_FILES_TOUCHED = 8
+MOST_FILES_TOUCHED = 7
 COPIED = ("kata", "exercises", "solutions", "tests", "mistakes", "variants", "conftest.py", "pyproject.toml",
           "GUIDE.md", "CONTRIBUTING.md")
 LEFT_OUT = shutil.ignore_patterns("__pycache__", "*.pyc", ".hypothesis", ".kata", "frame", "parity")
@@ -35,7 +35,7 @@ exports = ['scale_rewards']
 hints = [
     'Multiply.',
     'Every reward by the same positive scale.',
-    'Return like_inputs(x.rewards * x.scale, rewards).',
+    'Return like_inputs(rewards_t * scale, rewards).',
 ]
 
 [[concepts.mistakes]]
@@ -48,27 +48,9 @@ name = 'scale_divided_by_inverse'
 summary = 'the rewards divided by the inverse of the scale'
 reason = 'r / (1 / s) is r * s up to the last bits, and the test compares to a relative tolerance'
 '''
-CONTRACT = '''"""Input checks for the `reward_scaling` concept."""
-
-from typing import NamedTuple
-
-import torch
-
-from kata.concepts.arrays import ArrayLike, as_float_tensor, check_positive
-
-
-class ScaleInputs(NamedTuple):
-    rewards: torch.Tensor
-    scale: float
-
-
-def scale_inputs(rewards: ArrayLike, scale: float) -> ScaleInputs:
-    return ScaleInputs(as_float_tensor(rewards, "rewards"), check_positive("scale", scale))
-'''
 SOLUTION = '''"""The reference for reward scaling."""
 
-from kata.concepts.arrays import like_inputs
-from kata.concepts.contracts.reward_scaling import scale_inputs
+from kata.concepts.arrays import as_float_tensor, check_positive, like_inputs
 # BEGIN STUB
 # from kata.concepts.stub import not_implemented
 # END STUB
@@ -76,9 +58,10 @@ from kata.concepts.contracts.reward_scaling import scale_inputs
 
 def scale_rewards(rewards, scale):
     """``rewards`` times ``scale`` (> 0), in the kind of array given."""
-    x = scale_inputs(rewards, scale)
+    rewards_t = as_float_tensor(rewards, "rewards")
+    scale = check_positive("scale", scale)
     # BEGIN SOLUTION
-    return like_inputs(x.rewards * x.scale, rewards)
+    return like_inputs(rewards_t * scale, rewards)
     # END SOLUTION
     # BEGIN STUB
     # raise not_implemented("scale_rewards")
@@ -124,13 +107,13 @@ Multiplying every reward by one positive scale multiplies every advantage by it.
 
 def patch_of_the_solution(new: str) -> str:
     """A catalogue entry: the unified diff of solutions/reward_scaling.py with its one multiplication replaced."""
-    changed = SOLUTION.replace("x.rewards * x.scale", new)
+    changed = SOLUTION.replace("rewards_t * scale", new)
     return "".join(difflib.unified_diff(SOLUTION.splitlines(keepends=True), changed.splitlines(keepends=True),
                                         f"a/solutions/{NAME}.py", f"b/solutions/{NAME}.py"))
 
 
-MISTAKE = patch_of_the_solution("x.rewards + x.scale")
-VARIANT = patch_of_the_solution("x.rewards / (1.0 / x.scale)")
+MISTAKE = patch_of_the_solution("rewards_t + scale")
+VARIANT = patch_of_the_solution("rewards_t / (1.0 / scale)")
 
 
 def snapshot(root: Path) -> dict[str, str]:
@@ -147,7 +130,7 @@ def kata(copy: Path, *arguments: str) -> subprocess.CompletedProcess[str]:
 
 
 @pytest.mark.e2e
-def test_a_new_concept_touches_at_most_eight_files_and_every_tool_takes_it_up(tmp_path):
+def test_a_new_concept_touches_at_most_seven_files_and_every_tool_takes_it_up(tmp_path):
     copy = tmp_path / "repository"
     copy.mkdir()
     for name in COPIED:
@@ -161,7 +144,6 @@ def test_a_new_concept_touches_at_most_eight_files_and_every_tool_takes_it_up(tm
     # The checklist of CONTRIBUTING.md, "Adding a concept", step by step.
     with open(copy / "kata" / "concepts" / "course.toml", "a") as course:
         course.write(COURSE_ENTRY)
-    (copy / "kata" / "concepts" / "contracts" / f"{NAME}.py").write_text(CONTRACT)
     (copy / "solutions" / f"{NAME}.py").write_text(SOLUTION)
     (copy / "tests" / f"test_{NAME}.py").write_text(TESTS)
     with open(copy / "kata" / "testing" / "strategies.py", "a") as strategies:

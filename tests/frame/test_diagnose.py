@@ -59,36 +59,35 @@ def test_the_reference_a_variant_and_the_stubs_get_no_diagnosis(catalogue, given
 
 TWO_MISTAKES = '''
 import torch
-from kata.concepts.arrays import like_inputs
-from kata.concepts.contracts.gae import gae_inputs
+from kata.concepts.arrays import as_float_tensor, check_binary_mask, like_inputs
 
 
 def gae_advantages(rewards, values, next_values, terminated, trace_cuts, gamma, gae_lambda):
     """Truncation taken for termination AND lambda ignored: two misunderstandings at once."""
-    x = gae_inputs(rewards, values, next_values, terminated, trace_cuts, gamma, gae_lambda)
-    carries = (~x.trace_cuts).to(x.rewards.dtype)
-    deltas = x.rewards + x.gamma * x.next_values * carries - x.values
+    rewards_t, values_t, next_values_t = (as_float_tensor(x, "x") for x in (rewards, values, next_values))
+    carries = (~check_binary_mask("trace_cuts", trace_cuts)).to(rewards_t.dtype)
+    deltas = rewards_t + gamma * next_values_t * carries - values_t
     advantages, following = [], torch.zeros_like(deltas[0])
     for t in reversed(range(deltas.shape[0])):
-        following = deltas[t] + x.gamma * carries[t] * following
+        following = deltas[t] + gamma * carries[t] * following
         advantages.insert(0, following)
     return like_inputs(torch.stack(advantages), rewards, values, next_values)
 '''
 
 VECTORISED_TRUNCATION = '''
 import numpy as np
-from kata.concepts.contracts.gae import gae_inputs
+from kata.concepts.arrays import as_float_tensor, check_binary_mask
 
 
 def gae_advantages(rewards, values, next_values, terminated, trace_cuts, gamma, gae_lambda):
     """The truncation mistake written another way: NumPy, float64 throughout, a discount matrix."""
-    x = gae_inputs(rewards, values, next_values, terminated, trace_cuts, gamma, gae_lambda)
-    cut = x.trace_cuts.numpy()
-    deltas = x.rewards.numpy() + np.where(cut, 0.0, x.gamma * x.next_values.numpy()) - x.values.numpy()
+    rewards_a, values_a, next_values_a = (as_float_tensor(x, "x").numpy() for x in (rewards, values, next_values))
+    cut = check_binary_mask("trace_cuts", trace_cuts).numpy()
+    deltas = rewards_a + np.where(cut, 0.0, gamma * next_values_a) - values_a
     result = np.zeros_like(deltas)
     following = np.zeros_like(deltas[0])
     for t in range(len(deltas) - 1, -1, -1):
-        following = deltas[t] + np.where(cut[t], 0.0, x.gamma * x.gae_lambda * following)
+        following = deltas[t] + np.where(cut[t], 0.0, gamma * gae_lambda * following)
         result[t] = following
     return result
 '''

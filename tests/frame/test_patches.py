@@ -67,13 +67,13 @@ def test_a_mistake_replaces_its_concept_module_in_a_private_copy_that_the_loops_
 
 def test_a_stale_patch_stops_pytest_at_start_up_naming_the_entry_and_showing_the_hunk(tmp_path, monkeypatch):
     (tmp_path / "gae").mkdir()
-    earlier = GAE.replace("decay = x.gamma * x.gae_lambda", "decay = x.gae_lambda * x.gamma")  # since refactored
-    stale = diff(earlier, earlier.replace("decay = x.gae_lambda * x.gamma", "decay = x.gamma"))
+    earlier = GAE.replace("decay = gamma * gae_lambda", "decay = gae_lambda * gamma")  # since refactored
+    stale = diff(earlier, earlier.replace("decay = gae_lambda * gamma", "decay = gamma"))
     (tmp_path / "gae" / "stale.diff").write_text(stale, encoding="utf-8")
     monkeypatch.setitem(implementations.CATALOGUES, "mistake", tmp_path)
     problem = implementations.spec_problem("solutions", mistake="gae/stale")
     assert problem is not None and problem.startswith(f"--mistake gae/stale: {tmp_path.name}/gae/stale.diff: hunk 1 "
                                                       "of 1 does not apply"), f"the entry is named: {problem}"
-    assert "-    decay = x.gae_lambda * x.gamma\n+    decay = x.gamma" in problem, f"the hunk is shown: {problem}"
+    assert "-    decay = gae_lambda * gamma\n+    decay = gamma" in problem, f"the hunk is shown: {problem}"
     with pytest.raises(PatchError, match="does not apply"):
         implementations.load("solutions", mistake="gae/stale")
