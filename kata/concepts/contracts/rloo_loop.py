@@ -7,6 +7,7 @@ from typing import Any, NamedTuple
 import torch
 
 from kata.concepts.arrays import (
+    REDUCTIONS,
     ArrayLike,
     as_float_tensor,
     as_tensor,
@@ -16,7 +17,6 @@ from kata.concepts.arrays import (
     check_ndim,
     check_positive,
 )
-from kata.concepts.contracts.token_objectives import REDUCTIONS
 
 
 class SamplingInputs(NamedTuple):
