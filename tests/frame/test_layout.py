@@ -81,7 +81,7 @@ def test_every_assertion_of_the_tests_carries_a_message():
 # the package that exports them (5 files, 855 lines, written by the student), kata/__init__.py, the argument checks
 # those modules share (kata/concepts: arrays, one contract per concept, each package's map) and kata/rl's loop,
 # environment and networks, ten would take a module over MAX_MODULE_LINES. These are the counts to keep or lower.
-READING_PATH_LIMITS = {"ppo_cartpole": (18, 2200), "rloo_loop": (20, 2500)}  # files, lines
+READING_PATH_LIMITS = {"ppo_cartpole": (18, 2200), "rloo_loop": (17, 2266)}  # files, lines
 TOP_LEVEL = ("kata", "solutions", "exercises")
 
 
