@@ -12,8 +12,7 @@ from __future__ import annotations
 
 import torch
 
-from kata.concepts.arrays import ArrayLike, like_inputs
-from kata.concepts.contracts.response_masks import response_mask_inputs, token_log_prob_inputs
+from kata.concepts.arrays import ArrayLike, as_tensor, as_token_ids, check_integer, check_ndim, like_inputs
 from kata.concepts.stub import not_implemented
 
 
@@ -53,10 +52,31 @@ def response_token_mask(
         ValueError: non-integer ids, ``T < 2``, shapes that do not match, a prompt length outside ``[1, T]``, a
             negative ``pad_token_id`` or ``eos_token_id``, an ``include_eos`` that is not a bool.
     """
-    ids, lengths, pad, eos, keep_eos = response_mask_inputs(
-        input_ids, prompt_lengths, pad_token_id, eos_token_id, include_eos
-    )
-    # ids: int64 tensor [B, T]; lengths: int64 tensor [B]; pad, eos: ints; keep_eos: bool. Decide, for every
+    ids = as_token_ids(input_ids, "input_ids")
+    check_ndim("input_ids", ids, (2,))
+    if ids.shape[0] < 1 or ids.shape[1] < 2:
+        raise ValueError(
+            "input_ids must be [B, T] with B >= 1 rows and T >= 2 tokens (a label needs a token before it); "
+            f"got shape {tuple(ids.shape)}"
+        )
+    lengths = as_token_ids(prompt_lengths, "prompt_lengths").to(ids.device)
+    check_ndim("prompt_lengths", lengths, (1,))
+    if lengths.shape[0] != ids.shape[0]:
+        raise ValueError(
+            f"prompt_lengths must have one entry per row of input_ids ({ids.shape[0]}); "
+            f"got shape {tuple(lengths.shape)}"
+        )
+    if (lengths < 1).any() or (lengths > ids.shape[1]).any():
+        row = int(((lengths < 1) | (lengths > ids.shape[1])).nonzero()[0, 0])
+        raise ValueError(
+            f"prompt_lengths must be in [1, T] = [1, {ids.shape[1]}] (the prompt holds at least the first token "
+            f"and fits in its row); row {row} has {int(lengths[row])}"
+        )
+    if not isinstance(include_eos, bool):
+        raise ValueError(f"include_eos must be True or False; got {include_eos!r}")
+    pad = check_integer("pad_token_id", pad_token_id, 0)
+    eos = check_integer("eos_token_id", eos_token_id, 0)
+    # ids: int64 tensor [B, T]; lengths: int64 tensor [B]; pad, eos: ints; include_eos: bool. Decide, for every
     # token position, whether it is a response token, then shift to the label columns. Return an int64 tensor
     # through like_inputs(mask, input_ids, prompt_lengths) so NumPy callers get NumPy back.
     raise not_implemented("response_token_mask")
@@ -80,7 +100,22 @@ def token_log_probs(logits: ArrayLike, input_ids: ArrayLike) -> ArrayLike:
     Raises:
         ValueError: non-floating logits, shapes that do not match, ``T < 2``, ids outside ``[0, V)``.
     """
-    scores, ids = token_log_prob_inputs(logits, input_ids)
+    scores = as_tensor(logits, "logits")
+    if not torch.is_floating_point(scores):
+        raise ValueError(f"logits must be floating point; got dtype {scores.dtype}")
+    check_ndim("logits", scores, (3,))
+    ids = as_token_ids(input_ids, "input_ids").to(scores.device)
+    check_ndim("input_ids", ids, (2,))
+    if tuple(ids.shape) != tuple(scores.shape[:2]):
+        raise ValueError(
+            f"input_ids must be [B, T] matching logits [B, T, V] = {tuple(scores.shape)}; got {tuple(ids.shape)}"
+        )
+    if ids.shape[1] < 2:
+        raise ValueError(f"input_ids must have T >= 2 tokens (a label needs a token before it); got {ids.shape[1]}")
+    vocabulary = scores.shape[2]
+    if ids.numel() and ((ids < 0).any() or (ids >= vocabulary).any()):
+        bad = int(ids[(ids < 0) | (ids >= vocabulary)][0])
+        raise ValueError(f"input_ids must be token ids in [0, V) = [0, {vocabulary}); got {bad}")
     # scores: floating tensor [B, T, V] (autograd kept); ids: int64 tensor [B, T] with ids in [0, V).
     # Return like_inputs(result, logits, input_ids).
     raise not_implemented("token_log_probs")

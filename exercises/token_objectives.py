@@ -14,8 +14,16 @@ from __future__ import annotations
 
 import torch
 
-from kata.concepts.arrays import ArrayLike, like_inputs
-from kata.concepts.contracts.token_objectives import check_reduction, token_log_prob_pair, token_ppo_inputs
+from kata.concepts.arrays import (
+    REDUCTIONS,
+    ArrayLike,
+    as_float_tensor,
+    check_binary_mask,
+    check_choice,
+    check_ndim,
+    check_positive,
+    like_inputs,
+)
 from kata.concepts.stub import not_implemented
 
 from .clipped_surrogate import clipped_surrogate_terms
@@ -52,9 +60,8 @@ def masked_token_ppo_terms(
         ValueError: arrays that are not numbers, log-probs that are not ``[B, L]`` with ``B, L >= 1``, shapes that
             do not match (no broadcasting), a mask that is not 0/1, ``clip_epsilon <= 0``.
     """
-    new, old, adv, bool_mask, epsilon = token_ppo_inputs(
-        new_log_probs, old_log_probs, advantages, mask, clip_epsilon
-    )
+    new, old, adv, bool_mask = _surrogate_inputs(new_log_probs, old_log_probs, advantages, mask)
+    epsilon = check_positive("clip_epsilon", clip_epsilon)
     # new, old: floating tensors [B, L] of one dtype (new keeps its gradient); adv: [B]; bool_mask: bool [B, L];
     # epsilon: float. Neutralise the masked positions BEFORE anything is exponentiated, then hand the rest to
     # clipped_surrogate_terms. Return like_inputs(tuple_of_four, new_log_probs, old_log_probs, advantages, mask).
@@ -102,10 +109,9 @@ def masked_token_ppo_objective(
         ValueError: as :func:`masked_token_ppo_terms`, and an unknown ``reduction`` (the message lists the valid
             ones).
     """
-    check_reduction(reduction)
-    new, old, adv, bool_mask, epsilon = token_ppo_inputs(
-        new_log_probs, old_log_probs, advantages, mask, clip_epsilon
-    )
+    check_choice("reduction", reduction, REDUCTIONS)
+    new, old, adv, bool_mask = _surrogate_inputs(new_log_probs, old_log_probs, advantages, mask)
+    epsilon = check_positive("clip_epsilon", clip_epsilon)
     # Call masked_token_ppo_terms on these tensors, then reduce its pessimistic term as the docstring says.
     # Return like_inputs(value, new_log_probs, old_log_probs, advantages, mask).
     raise not_implemented("masked_token_ppo_objective")
@@ -126,7 +132,7 @@ def sequence_log_probability_ratio(
         ValueError: arrays that are not numbers, log-probs that are not ``[B, L]`` with ``B, L >= 1``, shapes that
             do not match, a mask that is not 0/1.
     """
-    new, old, bool_mask = token_log_prob_pair(new_log_probs, old_log_probs, mask)
+    new, old, bool_mask = _log_prob_pair(new_log_probs, old_log_probs, mask)
     # new, old: floating tensors [B, L] of one dtype; bool_mask: bool [B, L].
     # Return like_inputs(result, new_log_probs, old_log_probs, mask).
     raise not_implemented("sequence_log_probability_ratio")
@@ -147,6 +153,42 @@ def sequence_probability_ratio(
         ValueError: arrays that are not numbers, log-probs that are not ``[B, L]`` with ``B, L >= 1``, shapes that
             do not match, a mask that is not 0/1.
     """
-    token_log_prob_pair(new_log_probs, old_log_probs, mask)
+    _log_prob_pair(new_log_probs, old_log_probs, mask)
     # Build on sequence_log_probability_ratio. Return like_inputs(result, new_log_probs, old_log_probs, mask).
     raise not_implemented("sequence_probability_ratio")
+
+
+def _log_prob_pair(
+    new_log_probs: ArrayLike, old_log_probs: ArrayLike, mask: ArrayLike
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Log-probs ``[B, L]`` (``B, L >= 1``) of one floating dtype and the mask as bool ``[B, L]``; no broadcasting."""
+    new = as_float_tensor(new_log_probs, "new_log_probs")
+    old = as_float_tensor(old_log_probs, "old_log_probs", like=new)
+    check_ndim("new_log_probs", new, (2,))
+    if new.shape[0] < 1 or new.shape[1] < 1:
+        raise ValueError(f"new_log_probs must be [B, L] with B >= 1 and L >= 1; got shape {tuple(new.shape)}")
+    bool_mask = check_binary_mask("mask", mask).to(new.device)
+    for name, value in (("old_log_probs", old), ("mask", bool_mask)):
+        if tuple(value.shape) != tuple(new.shape):
+            raise ValueError(
+                f"{name} must have the same shape as new_log_probs {tuple(new.shape)} (columns aligned with the "
+                f"labels input_ids[:, 1:]); got {tuple(value.shape)}"
+            )
+    dtype = torch.promote_types(new.dtype, old.dtype)
+    return new.to(dtype), old.to(dtype).to(new.device), bool_mask
+
+
+def _surrogate_inputs(
+    new_log_probs: ArrayLike, old_log_probs: ArrayLike, advantages: ArrayLike, mask: ArrayLike
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """:func:`_log_prob_pair`'s tensors and ``advantages`` ``[B]``, the three floating ones in one dtype."""
+    new, old, bool_mask = _log_prob_pair(new_log_probs, old_log_probs, mask)
+    adv = as_float_tensor(advantages, "advantages", like=new)
+    check_ndim("advantages", adv, (1,))
+    if adv.shape[0] != new.shape[0]:
+        raise ValueError(
+            f"advantages must hold one value per response, shape ({new.shape[0]},) for new_log_probs "
+            f"{tuple(new.shape)}; got {tuple(adv.shape)}"
+        )
+    dtype = torch.promote_types(new.dtype, adv.dtype)
+    return new.to(dtype), old.to(dtype), adv.to(dtype).to(new.device), bool_mask

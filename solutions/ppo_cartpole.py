@@ -21,13 +21,18 @@ from typing import Any
 import torch
 from torch import nn
 
-# BEGIN SOLUTION
-from kata.concepts.arrays import ArrayLike, like_inputs
-# END SOLUTION
-# BEGIN STUB
-# from kata.concepts.arrays import ArrayLike, like_inputs  # noqa: F401 - like_inputs returns what you were given
-# END STUB
-from kata.concepts.contracts.ppo_cartpole import bootstrap_inputs, flag_inputs, minibatch_inputs, update_inputs
+from kata.concepts.arrays import (
+    ArrayLike,
+    as_float_tensor,
+    check_binary_mask,
+    check_integer,
+    check_ndim,
+    check_non_negative,
+    check_positive,
+    check_same_shape,
+    check_shape,
+    like_inputs,  # noqa: F401 - like_inputs returns what you were given
+)
 # BEGIN SOLUTION
 from kata.rl.networks import Optimizer, action_log_probs
 # END SOLUTION
@@ -88,7 +93,7 @@ def gae_masks(terminated: ArrayLike, truncated: ArrayLike) -> tuple[ArrayLike, A
         >>> gae_masks(np.array([False, True, False, False]), np.array([False, False, True, False]))
         (array([False,  True, False, False]), array([False,  True,  True,  True]))
     """
-    terminated_t, truncated_t = flag_inputs(terminated, truncated)
+    terminated_t, truncated_t = _flags(terminated, truncated)
     # BEGIN SOLUTION
     buffer_end = torch.zeros_like(terminated_t)
     buffer_end[-1] = True
@@ -129,16 +134,23 @@ def bootstrap_values(values: ArrayLike, final_values: ArrayLike, last_values: Ar
         ...                  np.array([False, False, False]), np.array([False, True, False]))
         array([2., 9., 4.])
     """
+    terminated_t, truncated_t = _flags(terminated, truncated)
+    values_t = as_float_tensor(values, "values")
+    final_values_t = as_float_tensor(final_values, "final_values")
+    last_values_t = as_float_tensor(last_values, "last_values")
+    check_same_shape("terminated", terminated_t, values=values_t, final_values=final_values_t)
+    check_shape("last_values", last_values_t, tuple(terminated_t.shape[1:]),
+                "one value per environment: V(observation after the rollout's last step)")
+    dtype = torch.promote_types(torch.promote_types(values_t.dtype, final_values_t.dtype), last_values_t.dtype)
+    values_t, final_values_t, last_values_t = values_t.to(dtype), final_values_t.to(dtype), last_values_t.to(dtype)
     # BEGIN SOLUTION
-    x = bootstrap_inputs(values, final_values, last_values, terminated, truncated)
-    following = torch.cat([x.values[1:], x.last_values.unsqueeze(0)])
-    next_values = torch.where(x.terminated | x.truncated, x.final_values, following)
+    following = torch.cat([values_t[1:], last_values_t.unsqueeze(0)])
+    next_values = torch.where(terminated_t | truncated_t, final_values_t, following)
     return like_inputs(next_values, values, final_values, last_values)
     # END SOLUTION
     # BEGIN STUB
-    # x = bootstrap_inputs(values, final_values, last_values, terminated, truncated)  # noqa: F841
-    # # x.values, x.final_values: floating tensors [T] or [T, N]; x.last_values: [] or [N]; x.terminated,
-    # # x.truncated: bool tensors. Build the result without in-place writes, then
+    # # values_t, final_values_t: floating tensors [T] or [T, N]; last_values_t: [] or [N]; terminated_t,
+    # # truncated_t: bool tensors. Build the result without in-place writes, then
     # # return like_inputs(next_values, values, final_values, last_values).
     # raise not_implemented("bootstrap_values")
     # END STUB
@@ -159,7 +171,10 @@ def minibatch_indices(batch_size: int, minibatch_size: int, generator: torch.Gen
         >>> [len(m) for m in minibatch_indices(10, 4, torch.Generator().manual_seed(0))]
         [4, 4, 2]
     """
-    size, minibatch, generator = minibatch_inputs(batch_size, minibatch_size, generator)
+    size = check_integer("batch_size", batch_size, 1)
+    minibatch = check_integer("minibatch_size", minibatch_size, 1)
+    if not isinstance(generator, torch.Generator):
+        raise ValueError(f"generator must be a torch.Generator (it fixes the shuffles); got {type(generator).__name__}")
     # BEGIN SOLUTION
     return list(torch.randperm(size, generator=generator).split(minibatch))
     # END SOLUTION
@@ -224,8 +239,29 @@ def ppo_update(
     Raises:
         ValueError: a malformed batch or an out-of-range hyperparameter.
     """
-    update_inputs(batch, epochs, minibatch_size, clip_epsilon, value_clip_epsilon, value_coefficient,
-                  entropy_coefficient, max_grad_norm, target_kl, generator)
+    fields = ("observations", "actions", "old_log_probs", "old_values", "advantages", "returns")
+    missing = [name for name in fields if not isinstance(getattr(batch, name, None), torch.Tensor)]
+    if missing:
+        raise ValueError(f"batch must be a RolloutBatch of tensors (kata.rl.ppo); missing or not tensors: "
+                         f"{', '.join(missing)}")
+    if batch.actions.ndim != 1 or batch.actions.shape[0] < 1:
+        raise ValueError(f"batch.actions must be 1-D with at least one sample; got shape {tuple(batch.actions.shape)}")
+    size = batch.actions.shape[0]
+    if batch.observations.ndim != 2 or batch.observations.shape[0] != size:
+        raise ValueError(f"batch.observations must be [{size}, obs]; got {tuple(batch.observations.shape)}")
+    for name in fields[2:]:
+        check_shape(f"batch.{name}", getattr(batch, name), (size,))
+    check_integer("epochs", epochs, 1)
+    check_integer("minibatch_size", minibatch_size, 1)
+    check_positive("clip_epsilon", clip_epsilon)
+    check_positive("value_clip_epsilon", value_clip_epsilon)
+    check_positive("max_grad_norm", max_grad_norm)
+    check_non_negative("value_coefficient", value_coefficient)
+    check_non_negative("entropy_coefficient", entropy_coefficient)
+    if target_kl is not None:
+        check_positive("target_kl", target_kl)
+    if not isinstance(generator, torch.Generator):
+        raise ValueError(f"generator must be a torch.Generator (it fixes the shuffles); got {type(generator).__name__}")
     # BEGIN SOLUTION
     parameters = [p for group in optimizer.param_groups for p in group["params"]]
     totals = {"policy_loss": 0.0, "value_loss": 0.0, "entropy": 0.0, "grad_norm": 0.0}
@@ -320,3 +356,14 @@ def train_ppo(config: PPOConfig) -> dict[str, Any]:
     # catalogued patch applied.
     return run_ppo(config, gae_masks=gae_masks, bootstrap_values=bootstrap_values, gae_advantages=gae_advantages,
                    ppo_update=ppo_update)
+
+
+def _flags(terminated: ArrayLike, truncated: ArrayLike) -> tuple[torch.Tensor, torch.Tensor]:
+    """``terminated`` and ``truncated`` as bool tensors of one shape ``[T]`` or time-major ``[T, N]``, T >= 1."""
+    terminated_t = check_binary_mask("terminated", terminated)
+    truncated_t = check_binary_mask("truncated", truncated)
+    check_ndim("terminated", terminated_t, (1, 2))
+    check_same_shape("terminated", terminated_t, truncated=truncated_t)
+    if terminated_t.shape[0] == 0:
+        raise ValueError("terminated must hold at least one time step; got shape (0, ...)")
+    return terminated_t, truncated_t

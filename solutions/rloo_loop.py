@@ -17,12 +17,18 @@ from typing import Any
 
 import torch
 
-from kata.concepts.arrays import ArrayLike, as_float_tensor, like_inputs, to_numpy
-from kata.concepts.contracts.rloo_loop import (
-    check_iteration_arguments,
-    check_loss_arguments,
-    grouped_rewards,
-    sampling_inputs,
+from kata.concepts.arrays import (
+    REDUCTIONS,
+    ArrayLike,
+    as_float_tensor,
+    as_tensor,
+    as_token_ids,
+    check_choice,
+    check_integer,
+    check_ndim,
+    check_positive,
+    like_inputs,
+    to_numpy,
 )
 from kata.rl.rloo import IterationResult, run_rloo
 from kata.rl.rloo import sequence_profile_config as sequence_profile_config
@@ -69,9 +75,19 @@ def sample_responses(
         With a model that always prefers ``a`` then EOS, ``[[BOS, p0]]`` becomes ``[[BOS, p0, a, EOS, PAD, PAD]]``
         for ``max_new_tokens=4``.
     """
-    prompts, length, eos, pad, greedy, generator = sampling_inputs(
-        model, prompt_ids, max_new_tokens, eos_token_id, pad_token_id, deterministic, generator
-    )
+    if not callable(model):
+        raise ValueError(f"model must be callable (input_ids [B, t] -> logits [B, t, V]); got {type(model).__name__}")
+    prompts = as_token_ids(prompt_ids, "prompt_ids")
+    check_ndim("prompt_ids", prompts, (2,))
+    if prompts.shape[0] < 1 or prompts.shape[1] < 1:
+        raise ValueError(f"prompt_ids must be [B, P] with B >= 1 and P >= 1; got shape {tuple(prompts.shape)}")
+    if not isinstance(deterministic, bool):
+        raise ValueError(f"deterministic must be True or False; got {deterministic!r}")
+    if generator is not None and not isinstance(generator, torch.Generator):
+        raise ValueError(f"generator must be a torch.Generator or None; got {type(generator).__name__}")
+    length = check_integer("max_new_tokens", max_new_tokens, 1)
+    eos = check_integer("eos_token_id", eos_token_id, 0)
+    pad = check_integer("pad_token_id", pad_token_id, 0)
     # BEGIN SOLUTION
     rows = prompts.shape[0]
     ids = prompts.clone()
@@ -84,7 +100,7 @@ def sample_responses(
                 ids = torch.cat([ids, padding], dim=1)
                 break
             next_logits = model(ids)[:, -1].float()
-            if greedy:
+            if deterministic:
                 next_tokens = next_logits.argmax(dim=-1)
             else:
                 probabilities = torch.softmax(next_logits, dim=-1)
@@ -119,7 +135,7 @@ def group_rloo_advantages(rewards: ArrayLike, group_size: int) -> ArrayLike:
         >>> group_rloo_advantages(np.array([0.0, 1.0, 1.0, 1.0, 0.0, 0.0]), group_size=3)
         array([-1. ,  0.5,  0.5,  1. , -0.5, -0.5])
     """
-    tensor, group_size = grouped_rewards(rewards, group_size)
+    tensor, group_size = _grouped_rewards(rewards, group_size)
     # BEGIN SOLUTION
     advantages = rloo_advantages(tensor.reshape(-1, group_size)).reshape(-1)
     return like_inputs(advantages, rewards)
@@ -164,7 +180,29 @@ def sequence_policy_loss(
         Logits at positions that predict a prompt token, a padding token or nothing (the last position) never
         change the loss or its gradient; neither do ``old_log_probs`` outside the response.
     """
-    check_loss_arguments(logits, input_ids, old_log_probs, advantages, clip_epsilon, reduction)
+    logits_t = as_tensor(logits, "logits")
+    if not torch.is_floating_point(logits_t):
+        raise ValueError(f"logits must be floating point; got dtype {logits_t.dtype}")
+    check_ndim("logits", logits_t, (3,))
+    input_ids_t = as_token_ids(input_ids, "input_ids")
+    if tuple(input_ids_t.shape) != tuple(logits_t.shape[:2]):
+        raise ValueError(
+            f"input_ids must be [B, T] matching logits {tuple(logits_t.shape)}; got {tuple(input_ids_t.shape)}"
+        )
+    old_log_probs_t = as_float_tensor(old_log_probs, "old_log_probs")
+    expected = (logits_t.shape[0], logits_t.shape[1] - 1)
+    if tuple(old_log_probs_t.shape) != expected:
+        raise ValueError(
+            f"old_log_probs must be [B, T - 1] = {expected}, aligned with the labels input_ids[:, 1:]; "
+            f"got {tuple(old_log_probs_t.shape)}"
+        )
+    advantages_t = as_float_tensor(advantages, "advantages")
+    if tuple(advantages_t.shape) != (logits_t.shape[0],):
+        raise ValueError(
+            f"advantages must be [B] = ({logits_t.shape[0]},), one per row; got {tuple(advantages_t.shape)}"
+        )
+    check_positive("clip_epsilon", clip_epsilon)
+    check_choice("reduction", reduction, REDUCTIONS)
     # BEGIN SOLUTION
     scores = torch.as_tensor(logits)
     ids = torch.as_tensor(input_ids)
@@ -218,7 +256,23 @@ def rloo_iteration(
         step; the first equals minus the mean advantage over the masked tokens, since the ratio starts at 1).
         The model's parameters change; ``input_ids`` and ``rewards`` do not.
     """
-    check_iteration_arguments(model, optimizer, input_ids, prompt_lengths, rewards, group_size, ppo_epochs)
+    if not callable(model):
+        raise ValueError(f"model must be callable (input_ids -> logits); got {type(model).__name__}")
+    if not (callable(getattr(optimizer, "zero_grad", None)) and callable(getattr(optimizer, "step", None))):
+        raise ValueError(
+            f"optimizer must have zero_grad() and step(), like a torch.optim.Optimizer; got {type(optimizer).__name__}"
+        )
+    input_ids_t = as_token_ids(input_ids, "input_ids")
+    check_ndim("input_ids", input_ids_t, (2,))
+    prompt_lengths_t = as_token_ids(prompt_lengths, "prompt_lengths")
+    if tuple(prompt_lengths_t.shape) != (input_ids_t.shape[0],):
+        raise ValueError(f"prompt_lengths must be [B] = ({input_ids_t.shape[0]},); got {tuple(prompt_lengths_t.shape)}")
+    rewards_t, _ = _grouped_rewards(rewards, group_size)
+    if rewards_t.shape[0] != input_ids_t.shape[0]:
+        raise ValueError(
+            f"rewards must hold one reward per row of input_ids ({input_ids_t.shape[0]}); got {rewards_t.shape[0]}"
+        )
+    check_integer("ppo_epochs", ppo_epochs, 1)
     # BEGIN SOLUTION
     ids = torch.as_tensor(input_ids).to(torch.int64)
     lengths = torch.as_tensor(prompt_lengths).to(torch.int64)
@@ -267,3 +321,16 @@ def evaluate_sequence_policy(
     """Score ``samples_per_prompt`` responses per prompt drawn with this package's ``sample_responses``
     (greedy with ``deterministic``); see :func:`kata.rl.sequence_task.evaluate_policy` for the returned dict."""
     return evaluate_policy(model, sample_responses, samples_per_prompt, deterministic, seed, max_new_tokens)
+
+
+def _grouped_rewards(rewards: ArrayLike, group_size: int) -> tuple[torch.Tensor, int]:
+    """``rewards`` as a floating ``[B]`` tensor with ``B`` a multiple of ``group_size >= 2``, and ``group_size``."""
+    group_size = check_integer("group_size", group_size, 2)
+    tensor = as_float_tensor(rewards, "rewards")
+    check_ndim("rewards", tensor, (1,))
+    if tensor.shape[0] < 1 or tensor.shape[0] % group_size:
+        raise ValueError(
+            f"rewards must be [B] with B a positive multiple of group_size = {group_size} (prompt-major groups); "
+            f"got shape {tuple(tensor.shape)}"
+        )
+    return tensor, group_size

@@ -11,6 +11,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import math
+import re
 
 import numpy as np
 import pytest
@@ -87,13 +88,16 @@ def test_masks_keep_tensors_and_do_not_touch_inputs(impl):
     assert bootstrap_mask.tolist() == terminated.tolist(), (
         f"bootstrap_mask is {bootstrap_mask.tolist()}: only termination stops the bootstrap (truncation does not)")
     assert torch.equal(terminated, saved[0]) and torch.equal(truncated, saved[1]), "inputs must not change"
-    with pytest.raises(ValueError, match="truncated"):
+    # Each message starts with the argument it blames (and says what that argument is compared with).
+    with pytest.raises(ValueError, match=r"^truncated must have the same shape as terminated \(3, 2\)"):
         impl.gae_masks(terminated, truncated[:2])
-    with pytest.raises(ValueError, match="terminated"):
+    with pytest.raises(ValueError, match=r"^terminated must hold only 0/1"):
         impl.gae_masks(np.array([0, 2, 0]), np.zeros(3))
-    with pytest.raises(ValueError, match="terminated"):
+    with pytest.raises(ValueError, match=r"^truncated must hold only 0/1"):
+        impl.gae_masks(np.zeros(3), np.array([0, 2, 0]))
+    with pytest.raises(ValueError, match=r"^terminated must be 1-D or 2-D"):
         impl.gae_masks(np.zeros((2, 2, 2), dtype=bool), np.zeros((2, 2, 2), dtype=bool))
-    with pytest.raises(ValueError, match="terminated"):
+    with pytest.raises(ValueError, match=r"^terminated must hold at least one time step; got shape \(0, \.\.\.\)$"):
         impl.gae_masks(np.zeros(0, dtype=bool), np.zeros(0, dtype=bool))
 
 
@@ -170,12 +174,24 @@ def test_a_truncated_step_bootstraps_from_its_final_observation(impl):
     np.testing.assert_array_equal(next_values, [2.0, 9.0, 4.0],
                                   err_msg="record 1 was truncated: it bootstraps from V(final observation) = 9, "
                                   "not from V(reset observation) = values[2] = 3")
-    with pytest.raises(ValueError, match="last_values"):
-        impl.bootstrap_values(values, values, np.zeros(2), np.zeros(3, dtype=bool), np.zeros(3, dtype=bool))
-    with pytest.raises(ValueError, match="truncated"):
+    flags = (np.zeros(3, dtype=bool), np.zeros(3, dtype=bool))
+    # Each message starts with the argument it blames (and says what that argument is compared with).
+    with pytest.raises(ValueError, match=re.escape(
+            "last_values must have shape () (one value per environment: V(observation after the rollout's last "
+            "step)); got (2,)")):
+        impl.bootstrap_values(values, values, np.zeros(2), *flags)
+    with pytest.raises(ValueError, match=r"^truncated must hold only 0/1"):
         impl.bootstrap_values(values, values, np.array(4.0), np.zeros(3, dtype=bool), np.array([0, 2, 0]))
-    with pytest.raises(ValueError, match="final_values"):
-        impl.bootstrap_values(values, values[:2], np.array(4.0), np.zeros(3, dtype=bool), np.zeros(3, dtype=bool))
+    with pytest.raises(ValueError, match=r"^final_values must have the same shape as terminated \(3,\)"):
+        impl.bootstrap_values(values, values[:2], np.array(4.0), *flags)
+    with pytest.raises(ValueError, match=r"^values must have the same shape as terminated \(3,\)"):
+        impl.bootstrap_values(values[:2], values, np.array(4.0), *flags)
+    words = np.array(["a", "b", "c"])
+    for name, arguments in (("values", (words, values, np.array(4.0))),
+                            ("final_values", (values, words, np.array(4.0))),
+                            ("last_values", (values, values, np.array("a")))):
+        with pytest.raises(ValueError, match=rf"^{name} must be an array of numbers"):
+            impl.bootstrap_values(*arguments, *flags)
 
 
 # ---- minibatches -----------------------------------------------------------------------------------------------
@@ -220,8 +236,12 @@ def test_epochs_are_shuffled_differently(impl):
     first = torch.cat(impl.minibatch_indices(64, 16, generator))
     second = torch.cat(impl.minibatch_indices(64, 16, generator))
     assert not torch.equal(first, second), "each epoch draws a new permutation"
-    with pytest.raises(ValueError, match="minibatch_size"):
+    with pytest.raises(ValueError, match=r"^minibatch_size must be an integer >= 1; got 0$"):
         impl.minibatch_indices(10, 0, generator)
+    with pytest.raises(ValueError, match=r"^batch_size must be an integer >= 1; got 0$"):
+        impl.minibatch_indices(0, 4, generator)
+    with pytest.raises(ValueError, match=r"^generator must be a torch.Generator \(it fixes the shuffles\); got int$"):
+        impl.minibatch_indices(10, 4, 0)
 
 
 # ---- the update ------------------------------------------------------------------------------------------------
@@ -491,6 +511,36 @@ def test_target_kl_stops_early(impl):
     with pytest.raises(ValueError, match="batch"):
         impl.ppo_update(actor, critic, optimizer, batch._replace(returns=batch.returns[:3]),
                         generator=torch.Generator(), **UPDATE)
+
+
+def test_the_update_names_each_bad_argument(impl):
+    actor, critic = networks(7)
+    batch = make_batch(actor, critic, 20, seed=7)
+    optimizer = Adam([*actor.parameters(), *critic.parameters()], lr=1e-3)
+    d = impl.ppo_update(actor, critic, optimizer, batch, generator=torch.Generator().manual_seed(7), **UPDATE)
+    assert d["epochs_completed"] == UPDATE["epochs"], f"a valid update runs its {UPDATE['epochs']} epochs; got {d}"
+    # Each message starts with the argument it blames: a field of the batch, or a hyperparameter.
+    bad_batches = (
+        (batch._replace(old_values=None, returns=batch.returns.tolist()),
+         r"^batch must be a RolloutBatch of tensors \(kata.rl.ppo\); missing or not tensors: old_values, returns$"),
+        (batch._replace(actions=batch.actions[:, None]),
+         r"^batch.actions must be 1-D with at least one sample; got shape \(20, 1\)$"),
+        (batch._replace(observations=batch.observations[:5]),
+         r"^batch.observations must be \[20, obs\]; got \(5, 4\)$"),
+        (batch._replace(old_log_probs=batch.old_log_probs[:3]), r"^batch.old_log_probs must have shape \(20,\)"),
+    )
+    for bad, pattern in bad_batches:
+        with pytest.raises(ValueError, match=pattern):
+            impl.ppo_update(actor, critic, optimizer, bad, generator=torch.Generator(), **UPDATE)
+    for name, value, pattern in (
+            ("epochs", 0, r"an integer >= 1; got 0$"), ("minibatch_size", 0, r"an integer >= 1; got 0$"),
+            ("clip_epsilon", 0.0, r"> 0; got 0.0$"), ("value_clip_epsilon", 0.0, r"> 0; got 0.0$"),
+            ("max_grad_norm", 0.0, r"> 0; got 0.0$"), ("value_coefficient", -1.0, r">= 0; got -1.0$"),
+            ("entropy_coefficient", -1.0, r">= 0; got -1.0$"), ("target_kl", 0.0, r"> 0; got 0.0$"),
+            ("generator", 0, r"a torch.Generator \(it fixes the shuffles\); got int$")):
+        arguments = {**UPDATE, "generator": torch.Generator(), name: value}
+        with pytest.raises(ValueError, match=rf"^{name} must be {pattern}"):
+            impl.ppo_update(actor, critic, optimizer, batch, **arguments)
 
 
 # ---- the update, step by step: a replica from first principles ----------------------------------------------------
@@ -801,7 +851,5 @@ def test_the_smoke_profile_solves_cartpole(impl, seed):
 # ---- clauses no test holds, and why ----
 # ppo_update "from minibatch_indices": any uniform per-epoch permutation of the batch is as valid; what is held is
 #   its effect (every sample once per epoch, a fresh order each epoch, the generator alone fixing it).
-# ppo_update "Raises ... a malformed batch or an out-of-range hyperparameter": the checks are the shared contract
-#   (kata/concepts/contracts/ppo_cartpole.py) that the stub keeps; two of them are held as examples.
 # train_ppo, profile_config, aggregate_training_runs: the frame's (kata/rl/ppo.py); train_ppo is held by the seed
 #   and smoke tests, through the concept's functions it hands to the frame.

@@ -349,8 +349,8 @@ def test_bad_input_is_a_clear_error(impl):
     for lengths, row, value in (([1, 5], 1, 5), ([4, 5], 1, 5), ([2, 0], 1, 0), ([0, 2], 0, 0)):
         with pytest.raises(ValueError, match=named("prompt_lengths", rf"row {row} has {value}\b")):
             impl.response_token_mask(ids, np.array(lengths), **valid)
-    with pytest.raises(ValueError, match=named("prompt_lengths")):
-        impl.response_token_mask(ids, np.array([2, 2, 2]), **valid)  # one length per row
+    with pytest.raises(ValueError, match=named("prompt_lengths", r"row of input_ids \(2\)")):
+        impl.response_token_mask(ids, np.array([2, 2, 2]), **valid)  # one length per row; the message says B
     with pytest.raises(ValueError, match=named("prompt_lengths")):
         impl.response_token_mask(ids, np.array([[2, 2]]), **valid)  # [B], not [1, B]
     with pytest.raises(ValueError, match=named("prompt_lengths")):
@@ -363,6 +363,8 @@ def test_bad_input_is_a_clear_error(impl):
         impl.response_token_mask(ids, np.array([2, 2]), pad_token_id=0, eos_token_id=2, include_eos="yes")
     with pytest.raises(ValueError, match=named("input_ids", r"T >= 2")):
         impl.response_token_mask(ids[:, :1], np.array([1, 1]), **valid)  # T >= 2: a label needs a token before it
+    with pytest.raises(ValueError, match=named("input_ids", r"B >= 1")):
+        impl.response_token_mask(ids[:0], np.array([], dtype=np.int64), **valid)  # no row at all
     for name in ("pad_token_id", "eos_token_id"):
         with pytest.raises(ValueError, match=named(name)):
             impl.response_token_mask(ids, np.array([2, 2]), **dict(valid, **{name: -1}))  # ids are >= 0

@@ -350,14 +350,26 @@ def test_without_a_generator_every_draw_comes_from_torchs_global_one(impl):
 def test_sampling_rejects_bad_input(impl):
     model = TablePolicy(seed=0)
     impl.sample_responses(model, random_prompts(0, 2, 2), 3)  # valid input works first
-    with pytest.raises(ValueError, match="prompt_ids"):
-        impl.sample_responses(model, np.array([BOS_ID, PROMPT_TOKEN_IDS[0]]), 3)
-    with pytest.raises(ValueError, match="prompt_ids"):
-        impl.sample_responses(model, np.array([[1.0, 3.0]]), 3)
-    with pytest.raises(ValueError, match="max_new_tokens"):
-        impl.sample_responses(model, random_prompts(0, 2, 2), 0)
-    with pytest.raises(ValueError, match="model"):
-        impl.sample_responses("model", random_prompts(0, 2, 2), 3)
+    prompts = random_prompts(0, 2, 2)
+    # Token ids 0 are ids like any other: EOS and PAD may both be 0.
+    impl.sample_responses(model, prompts, 3, eos_token_id=0, pad_token_id=0)
+    # Each message starts with the argument it blames.
+    for arguments, keywords, pattern in (
+            ((model, np.array([BOS_ID, PROMPT_TOKEN_IDS[0]]), 3), {}, r"^prompt_ids must be 2-D; got shape \(2,\)$"),
+            ((model, np.array([[1.0, 3.0]]), 3), {}, r"^prompt_ids must hold integer token ids"),
+            ((model, prompts[:0], 3), {},
+             r"^prompt_ids must be \[B, P\] with B >= 1 and P >= 1; got shape \(0, 2\)$"),
+            ((model, prompts[:, :0], 3), {},
+             r"^prompt_ids must be \[B, P\] with B >= 1 and P >= 1; got shape \(2, 0\)$"),
+            ((model, prompts, 0), {}, r"^max_new_tokens must be an integer >= 1; got 0$"),
+            (("model", prompts, 3), {},
+             r"^model must be callable \(input_ids \[B, t\] -> logits \[B, t, V\]\); got str$"),
+            ((model, prompts, 3), {"deterministic": 1}, r"^deterministic must be True or False; got 1$"),
+            ((model, prompts, 3), {"generator": 0}, r"^generator must be a torch.Generator or None; got int$"),
+            ((model, prompts, 3), {"eos_token_id": -1}, r"^eos_token_id must be an integer >= 0; got -1$"),
+            ((model, prompts, 3), {"pad_token_id": -1}, r"^pad_token_id must be an integer >= 0; got -1$")):
+        with pytest.raises(ValueError, match=pattern):
+            impl.sample_responses(*arguments, **keywords)
 
 
 # ---- grouped RLOO advantages -------------------------------------------------------------------------------------
@@ -444,12 +456,15 @@ def test_grouped_advantages_keep_the_array_kind_and_reject_bad_input(impl):
                                "1 - (0 + 1) / 2 = 0.5, ...; 1 - (0 + 0) / 2 = 1, 0 - (1 + 0) / 2 = -0.5, ...")
     tensor = impl.group_rloo_advantages(torch.tensor(rewards), 3)
     assert isinstance(tensor, torch.Tensor), "a tensor in must give a tensor out"
-    with pytest.raises(ValueError, match="group_size"):
+    # Each message starts with the argument it blames.
+    with pytest.raises(ValueError, match=r"^group_size must be an integer >= 2; got 1$"):
         impl.group_rloo_advantages(rewards, 1)
-    with pytest.raises(ValueError, match="rewards"):
+    with pytest.raises(ValueError, match=r"^rewards must be \[B\] with B a positive multiple of group_size = 4"):
         impl.group_rloo_advantages(rewards, 4)
-    with pytest.raises(ValueError, match="rewards"):
+    with pytest.raises(ValueError, match=r"^rewards must be 1-D; got shape \(2, 3\)$"):
         impl.group_rloo_advantages(rewards.reshape(2, 3), 3)
+    with pytest.raises(ValueError, match=r"^rewards must be an array of numbers"):
+        impl.group_rloo_advantages(np.array(["a", "b"]), 2)
 
 
 # ---- the masked token loss ---------------------------------------------------------------------------------------
@@ -610,12 +625,25 @@ def test_the_loss_rejects_bad_input(impl):
     old = torch.zeros(1, 3)
     loss_and_gradient(impl, logits, batch, old, torch.ones(1))  # valid input works first
     ids, lengths = torch.as_tensor(batch["input_ids"]), torch.as_tensor(batch["prompt_lengths"])
-    with pytest.raises(ValueError, match="old_log_probs"):
-        impl.sequence_policy_loss(logits, ids, lengths, torch.zeros(1, 4), torch.ones(1), 0.2)
-    with pytest.raises(ValueError, match="advantages"):
-        impl.sequence_policy_loss(logits, ids, lengths, old, torch.ones(2), 0.2)
-    with pytest.raises(ValueError, match="reduction"):
-        impl.sequence_policy_loss(logits, ids, lengths, old, torch.ones(1), 0.2, "mean")
+    words = np.array([["a", "b", "c"]])
+    # Each message starts with the argument it blames.
+    for arguments, pattern in (
+            ((logits, ids, lengths, torch.zeros(1, 4), torch.ones(1), 0.2), r"^old_log_probs must be \[B, T - 1\]"),
+            ((logits, ids, lengths, words, torch.ones(1), 0.2), r"^old_log_probs must be an array of numbers"),
+            ((logits, ids, lengths, old, torch.ones(2), 0.2),
+             r"^advantages must be \[B\] = \(1,\), one per row; got \(2,\)$"),
+            ((logits, ids, lengths, old, np.array(["a"]), 0.2), r"^advantages must be an array of numbers"),
+            ((logits, ids, lengths, old, torch.ones(1), 0.2, "mean"), r"^reduction must be one of"),
+            ((logits, ids, lengths, old, torch.ones(1), 0.0), r"^clip_epsilon must be > 0; got 0.0$"),
+            ((words[..., None], ids, lengths, old, torch.ones(1), 0.2), r"^logits must be an array of numbers"),
+            ((torch.zeros(1, 4, VOCAB_SIZE, dtype=torch.int64), ids, lengths, old, torch.ones(1), 0.2),
+             r"^logits must be floating point; got dtype torch.int64$"),
+            ((logits[0], ids, lengths, old, torch.ones(1), 0.2), r"^logits must be 3-D; got shape"),
+            ((logits, ids.double(), lengths, old, torch.ones(1), 0.2), r"^input_ids must hold integer token ids"),
+            ((logits, ids[:, :3], lengths, old, torch.ones(1), 0.2),
+             rf"^input_ids must be \[B, T\] matching logits \(1, 4, {VOCAB_SIZE}\); got \(1, 3\)$")):
+        with pytest.raises(ValueError, match=pattern):
+            impl.sequence_policy_loss(*arguments)
 
 
 def response_columns(ids: np.ndarray, prompt_lengths: np.ndarray, eos: int, pad: int) -> np.ndarray:
@@ -874,10 +902,27 @@ def test_the_iteration_rejects_bad_input(impl):
     optimizer = PlainSGD(model.parameters(), 0.1)
     with pytest.raises(ValueError, match="rewards"):
         impl.rloo_iteration(model, optimizer, ids, lengths, ITERATION_REWARDS[:3], 3, 1, 0.2)
-    with pytest.raises(ValueError, match="ppo_epochs"):
+    with pytest.raises(ValueError, match=r"^ppo_epochs must be an integer >= 1; got 0$"):
         impl.rloo_iteration(model, optimizer, ids, lengths, ITERATION_REWARDS, 3, 0, 0.2)
-    with pytest.raises(ValueError, match="group_size"):
+    with pytest.raises(ValueError, match=r"^group_size must be an integer >= 2; got 1$"):
         impl.rloo_iteration(model, optimizer, ids, lengths, ITERATION_REWARDS, 1, 1, 0.2)
+    # Three rows of six tokens, so that a message that gave T for B would say 6, not 3.
+    ids, lengths, rewards = ids[:3], lengths[:3], ITERATION_REWARDS[:3]
+    only_step, only_zero_grad = type("OnlyStep", (), {"step": print}), type("OnlyZeroGrad", (), {"zero_grad": print})
+    # Each message starts with the argument it blames.
+    for arguments, pattern in (
+            ((model, optimizer, ids, lengths, ITERATION_REWARDS), r"^rewards must hold one reward per row of "
+             r"input_ids \(3\); got 6$"),
+            ((model, optimizer, ids, lengths[:2], rewards), r"^prompt_lengths must be \[B\] = \(3,\); got \(2,\)$"),
+            ((model, optimizer, ids, lengths.double(), rewards), r"^prompt_lengths must hold integer token ids"),
+            ((model, optimizer, ids.double(), lengths, rewards), r"^input_ids must hold integer token ids"),
+            ((model, optimizer, ids[0], lengths, rewards), r"^input_ids must be 2-D; got shape \(6,\)$"),
+            (("model", optimizer, ids, lengths, rewards), r"^model must be callable \(input_ids -> logits\); got str$"),
+            ((model, only_step(), ids, lengths, rewards),
+             r"^optimizer must have zero_grad\(\) and step\(\), like a torch.optim.Optimizer; got OnlyStep$"),
+            ((model, only_zero_grad(), ids, lengths, rewards), r"^optimizer must have zero_grad\(\) and step\(\)")):
+        with pytest.raises(ValueError, match=pattern):
+            impl.rloo_iteration(*arguments, 3, 1, 0.2)
 
 
 # ---- the loop ----------------------------------------------------------------------------------------------------

@@ -171,6 +171,11 @@ def check_choice(name: str, value: Any, valid: Sequence[str]) -> str:
     return value
 
 
+# How a batch of responses' token objective may be reduced to a scalar: token_objectives and rloo_loop accept each,
+# the RLOO loop and the lab offer them.
+REDUCTIONS: tuple[str, ...] = ("token_mean", "sequence_mean", "sequence_sum_mean")
+
+
 def _scalar(name: str, value: Any) -> float:
     if isinstance(value, torch.Tensor) and value.numel() == 1:
         value = value.item()
