@@ -1,15 +1,14 @@
 """Mutation testing of the reference, concept by concept: which small changes to ``solutions/<concept>.py`` its
 concept's tests fail to notice.
 
-    python -m kata.catalogue.mutation [CONCEPT ...]     run mutmut, write mutation/<concept>.toml and docs/mutation.md
-    python -m kata.catalogue.mutation --checks CONCEPT  the same for its argument checks, kata/concepts/contracts/
-                                                        <concept>.py: mutation/<concept>.checks.toml
-    python -m kata.catalogue.mutation --check           no mutation run: every record is current and every survivor
-                                                        has a reason (what CI runs)
+    python -m kata.catalogue.mutation [CONCEPT ...]  run mutmut, write mutation/<concept>.toml and docs/mutation.md
+    python -m kata.catalogue.mutation --check        no mutation run: every record is current and every survivor has a
+                                                     reason (what CI runs)
 
 A run copies the repository into a scratch folder (the checkout is never changed), mutates every function of
-``solutions/<concept>.py`` there, and kills each mutant with ``tests/test_<concept>.py`` (the concept's marker, slow
-tests left out) under the ``ci`` profile's examples without shrinking (a kill needs a failure, not the smallest one).
+``solutions/<concept>.py`` there (its argument checks too, which its stub carries), and kills each mutant with
+``tests/test_<concept>.py`` (the concept's marker, slow tests left out) under the ``ci`` profile's examples without
+shrinking (a kill needs a failure, not the smallest one).
 The record lists each mutant that survived with its diff and an ``equivalent`` field: a one-line reason why the
 change cannot be observed through the contract, written by hand. A re-run keeps the reason of every survivor whose
 function and diff are unchanged. The score is (killed + timeouts) / (mutants - equivalent).
@@ -51,17 +50,14 @@ COPIED = ("kata", "solutions", "exercises", "tests", "mistakes", "variants", "co
 DETECTED = {"killed", "caught by type check", "segfault"}
 TIMEOUT = "timeout"
 COMMAND = "python -m kata.catalogue.mutation"
-# What a run mutates: the reference (a record each concept must have), or the argument checks it shares with its
-# stub (a record where one was made: the checks are not what the concept teaches, and a stub carries them too).
-MUTATED = {"reference": "solutions/{}.py", "checks": "kata/concepts/contracts/{}.py"}
+MUTATED = "solutions/{}.py"  # what a run mutates: a concept's reference
 
 
 def fingerprint_files(concept_name: str, root: Path = REPOSITORY_ROOT) -> list[str]:
-    """The files a concept's result depends on that belong to that concept alone: its reference, its tests and its
-    argument checks. The shared files (tests/assertions.py, kata/testing/strategies.py, conftest.py) are left out,
-    so that an edit to one of them does not make every concept's record stale at once."""
-    paths = [f"solutions/{concept_name}.py", f"tests/test_{concept_name}.py",
-             f"kata/concepts/contracts/{concept_name}.py"]
+    """The files a concept's result depends on that belong to that concept alone: its reference and its tests. The
+    shared files (tests/assertions.py, kata/testing/strategies.py, conftest.py) are left out, so that an edit to one
+    of them does not make every concept's record stale at once."""
+    paths = [MUTATED.format(concept_name), f"tests/test_{concept_name}.py"]
     return [path for path in paths if (root / path).is_file()]
 
 
@@ -100,11 +96,10 @@ class Record:
     killed: int
     timeouts: int
     survivors: list[Survivor] = field(default_factory=list)
-    part: str = "reference"  # a key of MUTATED
 
     @property
     def mutated(self) -> str:
-        return MUTATED[self.part].format(self.concept)
+        return MUTATED.format(self.concept)
 
     @property
     def equivalent(self) -> int:
@@ -120,8 +115,8 @@ class Record:
         return (self.killed + self.timeouts) / judged if judged else 1.0
 
 
-def record_path(concept_name: str, root: Path = REPOSITORY_ROOT, part: str = "reference") -> Path:
-    return root / RECORDS / (f"{concept_name}.toml" if part == "reference" else f"{concept_name}.{part}.toml")
+def record_path(concept_name: str, root: Path = REPOSITORY_ROOT) -> Path:
+    return root / RECORDS / f"{concept_name}.toml"
 
 
 def _string(text: str) -> str:
@@ -133,8 +128,7 @@ def _string(text: str) -> str:
 
 def dumps(record: Record) -> str:
     lines = [
-        f"# What mutation testing left alive in {record.mutated}. Written by `{COMMAND} "
-        + ("--checks " if record.part == "checks" else "") + f"{record.concept}`;",
+        f"# What mutation testing left alive in {record.mutated}. Written by `{COMMAND} {record.concept}`;",
         "# by hand only: `equivalent`, one line saying why no test can tell that mutant from the reference.",
         f"mutated = {_string(record.mutated)}", f"tool = {_string(TOOL)}", f"version = {_string(record.version)}",
         f"date = {_string(record.date)}",
@@ -157,11 +151,11 @@ def loads(text: str, concept_name: str) -> Record:
                  for s in data.get("survivor", [])]
     return Record(concept_name, data["version"], data["date"], float(data.get("seconds", 0)), data["fingerprint"],
                   list(data.get("files", [])), int(data["mutants"]), int(data["killed"]), int(data["timeouts"]),
-                  survivors, "checks" if data.get("mutated", "").startswith("kata/") else "reference")
+                  survivors)
 
 
-def load(concept_name: str, root: Path = REPOSITORY_ROOT, part: str = "reference") -> Record | None:
-    path = record_path(concept_name, root, part)
+def load(concept_name: str, root: Path = REPOSITORY_ROOT) -> Record | None:
+    path = record_path(concept_name, root)
     return loads(path.read_text(encoding="utf-8"), concept_name) if path.is_file() else None
 
 
@@ -182,19 +176,18 @@ def check(concept_names: list[str], root: Path = REPOSITORY_ROOT) -> list[str]:
     """Print each concept's score; return the problems: a record missing or stale, a survivor without a reason, a
     report that is not the records'."""
     problems = []
-    for name, part in [(n, part) for n in concept_names for part in MUTATED]:
-        record = load(name, root, part)
-        rerun = f"re-run `{COMMAND} {'--checks ' if part == 'checks' else ''}{name}`"
-        where = record_path(name, root, part).relative_to(root)
+    for name in concept_names:
+        record = load(name, root)
+        rerun = f"re-run `{COMMAND} {name}`"
+        where = record_path(name, root).relative_to(root)
         if record is None:
-            if part == "reference":
-                problems.append(f"{name}: no record {where}; {rerun}")
+            problems.append(f"{name}: no record {where}; {rerun}")
             continue
         print(f"{name} ({record.mutated}): {summary(record)}")
         if record.fingerprint != fingerprint(name, root):
             problems.append(f"{name}: {', '.join(fingerprint_files(name, root))} changed since {where} was "
                             f"written ({record.date}); {rerun}")
-        if dumps(record) != record_path(name, root, part).read_text(encoding="utf-8"):
+        if dumps(record) != record_path(name, root).read_text(encoding="utf-8"):
             problems.append(f"{name}: {where}'s counts are not those of its survivors (a reason written by hand "
                             f"changes `equivalent` and `score`): run `{COMMAND} --report`")
         if record.unexplained:
@@ -219,11 +212,10 @@ def summary(record: Record) -> str:
 def table(root: Path = REPOSITORY_ROOT) -> str:
     rows = ["| concept | mutated | tool | date | mutants | killed | timeouts | equivalent | unexplained | score |",
             "|---|---|---|---|---|---|---|---|---|---|"]
-    for c, part in [(c, part) for c in CONCEPTS for part in MUTATED]:
-        r = load(c.name, root, part)
+    for c in CONCEPTS:
+        r = load(c.name, root)
         if r is None:
-            if part == "reference":
-                rows.append(f"| {c.name} | `{MUTATED[part].format(c.name)}` | not measured | | | | | | | |")
+            rows.append(f"| {c.name} | `{MUTATED.format(c.name)}` | not measured | | | | | | | |")
             continue
         rows.append(f"| {c.name} | `{r.mutated}` | {TOOL} {r.version} | {r.date} | {r.mutants} | {r.killed} | "
                     f"{r.timeouts} | {r.equivalent} | {len(r.unexplained)} | {r.score:.1%} |")
@@ -244,9 +236,9 @@ def _toml_list(items: list[str]) -> str:
     return "[" + ", ".join(json.dumps(i) for i in items) + "]"
 
 
-def mutmut_config(concept_name: str, part: str = "reference") -> str:
+def mutmut_config(concept_name: str) -> str:
     """The [tool.mutmut] table the scratch copy's pyproject.toml gets."""
-    mutated = MUTATED[part].format(concept_name)
+    mutated = MUTATED.format(concept_name)
     package = mutated.partition("/")[0]  # mutmut copies the package it mutates; also_copy the rest
     return "\n".join([
         "", "[tool.mutmut]",
@@ -293,9 +285,8 @@ def changed_lines(diff: str) -> str:
     return "\n".join(kept) + "\n"
 
 
-def measure(concept_name: str, jobs: int, keep: bool = False, part: str = "reference") -> Record:
-    """Run mutmut over solutions/<concept>.py (or its argument checks) in a scratch copy; the record of what
-    survived."""
+def measure(concept_name: str, jobs: int, keep: bool = False) -> Record:
+    """Run mutmut over solutions/<concept>.py in a scratch copy; the record of what survived."""
     from importlib.metadata import version
 
     started = time.monotonic()
@@ -303,7 +294,7 @@ def measure(concept_name: str, jobs: int, keep: bool = False, part: str = "refer
     try:
         _scratch_copy(scratch)
         with (scratch / "pyproject.toml").open("a") as project:
-            project.write(mutmut_config(concept_name, part))
+            project.write(mutmut_config(concept_name))
         log = scratch / "mutmut-run.log"
         ran = _mutmut(["-m", "mutmut", "run", "--max-children", str(jobs)], scratch, log)
         if ran.returncode != 0:
@@ -326,7 +317,7 @@ def measure(concept_name: str, jobs: int, keep: bool = False, part: str = "refer
             concept_name, version(TOOL), datetime.datetime.now(datetime.timezone.utc).date().isoformat(),
             time.monotonic() - started, fingerprint(concept_name), fingerprint_files(concept_name),
             len(verdicts), sum(1 for v in verdicts.values() if v in DETECTED),
-            sum(1 for v in verdicts.values() if v == TIMEOUT), survivors, part)
+            sum(1 for v in verdicts.values() if v == TIMEOUT), survivors)
     finally:
         if keep:
             print(f"{concept_name}: the scratch copy is kept in {scratch} (`mutmut browse` there)")
@@ -344,8 +335,6 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("concepts", nargs="*", help="concepts to mutate (default: all of them)")
     parser.add_argument("--check", action="store_true",
                         help="run nothing: fail unless every record is current and every survivor has a reason")
-    parser.add_argument("--checks", action="store_true",
-                        help="mutate the concepts' argument checks (kata/concepts/contracts/) instead of solutions/")
     parser.add_argument("--report", action="store_true",
                         help=f"only rewrite {REPORT}'s table and each record's counts from the records' survivors")
     parser.add_argument("--jobs", type=int, default=2, help="mutants tested at once (default 2)")
@@ -358,22 +347,21 @@ def main(argv: list[str] | None = None) -> int:
             print(problem)
         print("mutation records: " + (f"{len(problems)} problem(s)" if problems else "every record is current"))
         return 1 if problems else 0
-    part = "checks" if args.checks else "reference"
     if args.report:  # a reason written by hand changes a record's `equivalent` and `score`: keep them true
-        for name, recorded in [(n, part) for n in names for part in MUTATED]:
-            record = load(name, part=recorded)
+        for name in names:
+            record = load(name)
             if record is not None:
-                record_path(name, part=recorded).write_text(dumps(record), encoding="utf-8")
+                record_path(name).write_text(dumps(record), encoding="utf-8")
     else:
         for name in names:
             try:
-                record = measure(name, args.jobs, keep=args.keep, part=part)
+                record = measure(name, args.jobs, keep=args.keep)
             except RuntimeError as error:  # mutmut's own failure (a failing clean run, say): its log's tail says why
                 print(error, file=sys.stderr)
                 return 1
-            keep_reasons(record, load(name, part=part))
-            record_path(name, part=part).parent.mkdir(exist_ok=True)
-            record_path(name, part=part).write_text(dumps(record), encoding="utf-8")
+            keep_reasons(record, load(name))
+            record_path(name).parent.mkdir(exist_ok=True)
+            record_path(name).write_text(dumps(record), encoding="utf-8")
             print(f"{name}: {summary(record)} in {record.seconds:.0f} s", flush=True)
             for s in record.unexplained:
                 print(f"    {s.name} ({s.status}): {' | '.join(s.diff.splitlines())}")

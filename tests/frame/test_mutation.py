@@ -73,6 +73,9 @@ def test_check_names_the_concept_and_the_command_for_each_problem(repository):
     problems = mutation.check([CONCEPT], repository)
     assert len(problems) == 1 and "without an `equivalent` reason" in problems[0], (
         f"a survivor without a reason fails --check: {problems}")
+    rerun = f"python -m kata.catalogue.mutation {CONCEPT}`"
+    assert f"mutation/{CONCEPT}.toml" in problems[0] and rerun in problems[0], (
+        f"the problem names the record and the command that re-runs it: {problems}")
     write(repository, record(repository, [survivor(1, reason="why")]))
     with (repository / f"tests/test_{CONCEPT}.py").open("a") as tests:
         tests.write("\n# a change to the concept's tests\n")
@@ -96,20 +99,6 @@ def test_every_concept_has_a_record_and_ci_checks_them_after_the_variants():
     assert "python -m kata.catalogue.mutation --check" in run, ".ci/run checks the mutation records"
     assert run.index("kata.catalogue.variants") < run.index("kata.catalogue.mutation --check"), (
         "the mutation records are checked after the variant catalogue")
-
-
-def test_a_record_of_the_argument_checks_is_checked_where_there_is_one(repository):
-    write(repository, record(repository, [survivor(1, reason="why")]))
-    checks = record(repository, [survivor(2)])
-    checks.part = "checks"
-    assert mutation.loads(mutation.dumps(checks), CONCEPT) == checks, "a record of the checks reads back as written"
-    assert mutation.record_path(CONCEPT, repository, "checks").name == f"{CONCEPT}.checks.toml", (
-        "the checks' record lies beside the reference's, named <concept>.checks.toml")
-    mutation.record_path(CONCEPT, repository, "checks").write_text(mutation.dumps(checks), encoding="utf-8")
-    (repository / mutation.REPORT).write_text(mutation.report(repository), encoding="utf-8")
-    problems = mutation.check([CONCEPT], repository)
-    assert len(problems) == 1 and "--checks gae" in problems[0] and f"{CONCEPT}.checks.toml" in problems[0], (
-        f"an unexplained survivor of the checks fails --check, naming the command that re-runs them: {problems}")
 
 
 def test_a_reason_written_by_hand_leaves_the_record_stale_until_report_rewrites_its_counts(repository):
