@@ -93,7 +93,7 @@ def _gae_cases() -> list[Any]:
     """Drawn batches, then the mixed rollouts three times: as they are, with NaN and ±inf in next_values at
     terminated records, and with NaN, ±inf and huge values in every record after a cut (the records before it must
     not see them)."""
-    drawn = _drawn("gae_batches", count=40)()
+    drawn = _drawn("gae_batches")()
     extremes = np.array(_strategies().IGNORED_VALUES)
     mixed = _mixed_cuts()
     terminal, after_a_cut = [], []
