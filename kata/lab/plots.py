@@ -17,11 +17,12 @@ import numpy as np
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
+from kata.lab.report import FEWEST_SEEDS_FOR_QUARTILES
+
 CEILING = 500.0  # CartPole's time limit: the most a deterministic evaluation episode can return
 DPI = 100
 SEED_COLOURS = ("tab:orange", "tab:green", "tab:red", "tab:purple", "tab:brown", "tab:pink", "tab:olive")
 MEDIAN_COLOUR = "tab:blue"  # no seed's line shares it
-FEWEST_SEEDS_FOR_QUARTILES = 4  # below this, quartiles are interpolations between two or three curves: draw the range
 
 
 def save(figure: Figure, path: str | Path) -> Path:
