@@ -228,11 +228,6 @@ def catalogue_path(entry: str, kind: str = "mistake") -> Path:
     return path
 
 
-def mistake_path(mistake: str) -> Path:
-    """``"gae/truncation_as_termination"`` -> its patch in the mistake catalogue (ValueError if there is none)."""
-    return catalogue_path(mistake, "mistake")
-
-
 def patched_source(root: Path, entry: str, kind: str = "mistake") -> str:
     """The text of ``root/<concept>.py`` with the entry's patch applied; a PatchError (a ValueError) names the entry
     and shows the hunk that does not apply."""
