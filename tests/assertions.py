@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 
 import numpy as np
@@ -208,3 +209,13 @@ def gradient(tensor: torch.Tensor, name: str) -> np.ndarray:
     if tensor.grad is None:
         raise AssertionError(f"no gradient reached {name}: the result does not depend on it through autograd")
     return tensor.grad.detach().cpu().numpy()
+
+
+def blames(argument: str, *facts: str) -> str:
+    """A pattern for a ValueError that names ``argument`` first, then states each of ``facts`` (what was expected,
+    what was given) in that order, in whatever words: the contract is the argument and the facts, not the phrasing.
+    A fact that is a name (another argument, a field) must stand as a word of its own."""
+    def fact_pattern(fact: str) -> str:
+        return rf"\b{fact}\b" if fact.isidentifier() else re.escape(fact)
+
+    return "^" + re.escape(argument) + r"\b" + "".join(r"[\s\S]*" + fact_pattern(fact) for fact in facts)

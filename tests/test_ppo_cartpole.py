@@ -33,7 +33,7 @@ from kata.testing.strategies import (
     rollout_flags,
 )
 from kata.testing.loop_strategies import update_settings
-from tests.assertions import mistake, plain, which_reading
+from tests.assertions import blames, mistake, plain, which_reading
 
 pytestmark = pytest.mark.ppo_cartpole
 
@@ -88,16 +88,16 @@ def test_masks_keep_tensors_and_do_not_touch_inputs(impl):
     assert bootstrap_mask.tolist() == terminated.tolist(), (
         f"bootstrap_mask is {bootstrap_mask.tolist()}: only termination stops the bootstrap (truncation does not)")
     assert torch.equal(terminated, saved[0]) and torch.equal(truncated, saved[1]), "inputs must not change"
-    # Each message starts with the argument it blames (and says what that argument is compared with).
-    with pytest.raises(ValueError, match=r"^truncated must have the same shape as terminated \(3, 2\)"):
+    # Each message names the argument it blames first, then what was expected and given (in any words).
+    with pytest.raises(ValueError, match=blames("truncated", "terminated", "(3, 2)")):
         impl.gae_masks(terminated, truncated[:2])
-    with pytest.raises(ValueError, match=r"^terminated must hold only 0/1"):
+    with pytest.raises(ValueError, match=blames("terminated", "0/1")):
         impl.gae_masks(np.array([0, 2, 0]), np.zeros(3))
-    with pytest.raises(ValueError, match=r"^truncated must hold only 0/1"):
+    with pytest.raises(ValueError, match=blames("truncated", "0/1")):
         impl.gae_masks(np.zeros(3), np.array([0, 2, 0]))
-    with pytest.raises(ValueError, match=r"^terminated must be 1-D or 2-D"):
+    with pytest.raises(ValueError, match=blames("terminated", "1-D", "2-D")):
         impl.gae_masks(np.zeros((2, 2, 2), dtype=bool), np.zeros((2, 2, 2), dtype=bool))
-    with pytest.raises(ValueError, match=r"^terminated must hold at least one time step; got shape \(0, \.\.\.\)$"):
+    with pytest.raises(ValueError, match=blames("terminated", "(0, ...)")):
         impl.gae_masks(np.zeros(0, dtype=bool), np.zeros(0, dtype=bool))
 
 
@@ -175,22 +175,22 @@ def test_a_truncated_step_bootstraps_from_its_final_observation(impl):
                                   err_msg="record 1 was truncated: it bootstraps from V(final observation) = 9, "
                                   "not from V(reset observation) = values[2] = 3")
     flags = (np.zeros(3, dtype=bool), np.zeros(3, dtype=bool))
-    # Each message starts with the argument it blames (and says what that argument is compared with).
+    # Each message names the argument it blames first, then what was expected and given (in any words).
     with pytest.raises(ValueError, match=re.escape(
             "last_values must have shape () (one value per environment: V(observation after the rollout's last "
             "step)); got (2,)")):
         impl.bootstrap_values(values, values, np.zeros(2), *flags)
-    with pytest.raises(ValueError, match=r"^truncated must hold only 0/1"):
+    with pytest.raises(ValueError, match=blames("truncated", "0/1")):
         impl.bootstrap_values(values, values, np.array(4.0), np.zeros(3, dtype=bool), np.array([0, 2, 0]))
-    with pytest.raises(ValueError, match=r"^final_values must have the same shape as terminated \(3,\)"):
+    with pytest.raises(ValueError, match=blames("final_values", "terminated", "(3,)")):
         impl.bootstrap_values(values, values[:2], np.array(4.0), *flags)
-    with pytest.raises(ValueError, match=r"^values must have the same shape as terminated \(3,\)"):
+    with pytest.raises(ValueError, match=blames("values", "terminated", "(3,)")):
         impl.bootstrap_values(values[:2], values, np.array(4.0), *flags)
     words = np.array(["a", "b", "c"])
     for name, arguments in (("values", (words, values, np.array(4.0))),
                             ("final_values", (values, words, np.array(4.0))),
                             ("last_values", (values, values, np.array("a")))):
-        with pytest.raises(ValueError, match=rf"^{name} must be an array of numbers"):
+        with pytest.raises(ValueError, match=blames(name)):
             impl.bootstrap_values(*arguments, *flags)
 
 
@@ -236,11 +236,11 @@ def test_epochs_are_shuffled_differently(impl):
     first = torch.cat(impl.minibatch_indices(64, 16, generator))
     second = torch.cat(impl.minibatch_indices(64, 16, generator))
     assert not torch.equal(first, second), "each epoch draws a new permutation"
-    with pytest.raises(ValueError, match=r"^minibatch_size must be an integer >= 1; got 0$"):
+    with pytest.raises(ValueError, match=blames("minibatch_size", ">= 1", "0")):
         impl.minibatch_indices(10, 0, generator)
-    with pytest.raises(ValueError, match=r"^batch_size must be an integer >= 1; got 0$"):
+    with pytest.raises(ValueError, match=blames("batch_size", ">= 1", "0")):
         impl.minibatch_indices(0, 4, generator)
-    with pytest.raises(ValueError, match=r"^generator must be a torch.Generator \(it fixes the shuffles\); got int$"):
+    with pytest.raises(ValueError, match=blames("generator", "torch.Generator", "int")):
         impl.minibatch_indices(10, 4, 0)
 
 
@@ -519,27 +519,27 @@ def test_the_update_names_each_bad_argument(impl):
     optimizer = Adam([*actor.parameters(), *critic.parameters()], lr=1e-3)
     d = impl.ppo_update(actor, critic, optimizer, batch, generator=torch.Generator().manual_seed(7), **UPDATE)
     assert d["epochs_completed"] == UPDATE["epochs"], f"a valid update runs its {UPDATE['epochs']} epochs; got {d}"
-    # Each message starts with the argument it blames: a field of the batch, or a hyperparameter.
+    # Each message names the argument it blames first (a field of the batch, or a hyperparameter), then the facts.
     bad_batches = (
         (batch._replace(old_values=None, returns=batch.returns.tolist()),
-         r"^batch must be a RolloutBatch of tensors \(kata.rl.ppo\); missing or not tensors: old_values, returns$"),
+         blames("batch", "RolloutBatch", "old_values", "returns")),
         (batch._replace(actions=batch.actions[:, None]),
-         r"^batch.actions must be 1-D with at least one sample; got shape \(20, 1\)$"),
+         blames("batch.actions", "1-D", "(20, 1)")),
         (batch._replace(observations=batch.observations[:5]),
-         r"^batch.observations must be \[20, obs\]; got \(5, 4\)$"),
-        (batch._replace(old_log_probs=batch.old_log_probs[:3]), r"^batch.old_log_probs must have shape \(20,\)"),
+         blames("batch.observations", "20", "(5, 4)")),
+        (batch._replace(old_log_probs=batch.old_log_probs[:3]), blames("batch.old_log_probs", "(20,)")),
     )
     for bad, pattern in bad_batches:
         with pytest.raises(ValueError, match=pattern):
             impl.ppo_update(actor, critic, optimizer, bad, generator=torch.Generator(), **UPDATE)
-    for name, value, pattern in (
-            ("epochs", 0, r"an integer >= 1; got 0$"), ("minibatch_size", 0, r"an integer >= 1; got 0$"),
-            ("clip_epsilon", 0.0, r"> 0; got 0.0$"), ("value_clip_epsilon", 0.0, r"> 0; got 0.0$"),
-            ("max_grad_norm", 0.0, r"> 0; got 0.0$"), ("value_coefficient", -1.0, r">= 0; got -1.0$"),
-            ("entropy_coefficient", -1.0, r">= 0; got -1.0$"), ("target_kl", 0.0, r"> 0; got 0.0$"),
-            ("generator", 0, r"a torch.Generator \(it fixes the shuffles\); got int$")):
+    for name, value, facts in (
+            ("epochs", 0, (">= 1", "0")), ("minibatch_size", 0, (">= 1", "0")),
+            ("clip_epsilon", 0.0, ("> 0", "0.0")), ("value_clip_epsilon", 0.0, ("> 0", "0.0")),
+            ("max_grad_norm", 0.0, ("> 0", "0.0")), ("value_coefficient", -1.0, (">= 0", "-1.0")),
+            ("entropy_coefficient", -1.0, (">= 0", "-1.0")), ("target_kl", 0.0, ("> 0", "0.0")),
+            ("generator", 0, ("torch.Generator", "int"))):
         arguments = {**UPDATE, "generator": torch.Generator(), name: value}
-        with pytest.raises(ValueError, match=rf"^{name} must be {pattern}"):
+        with pytest.raises(ValueError, match=blames(name, *facts)):
             impl.ppo_update(actor, critic, optimizer, batch, **arguments)
 
 

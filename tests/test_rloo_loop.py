@@ -29,7 +29,7 @@ from kata.rl.sequence_task import (
     sequence_rewards,
 )
 from kata.testing.training import sequence_smoke_verdict
-from tests.assertions import assert_differentiable, mistake, plain, which_reading
+from tests.assertions import assert_differentiable, blames, mistake, plain, which_reading
 from kata.testing.loop_strategies import iteration_settings, loss_cases, token_id_pairs
 from kata.testing.strategies import IGNORED_VALUES, float_dtypes, prompt_major_rewards, sampling_cases, sequence_batches
 
@@ -353,21 +353,21 @@ def test_sampling_rejects_bad_input(impl):
     prompts = random_prompts(0, 2, 2)
     # Token ids 0 are ids like any other: EOS and PAD may both be 0.
     impl.sample_responses(model, prompts, 3, eos_token_id=0, pad_token_id=0)
-    # Each message starts with the argument it blames.
+    # Each message names the argument it blames first, then what was expected and given (in any words).
     for arguments, keywords, pattern in (
-            ((model, np.array([BOS_ID, PROMPT_TOKEN_IDS[0]]), 3), {}, r"^prompt_ids must be 2-D; got shape \(2,\)$"),
-            ((model, np.array([[1.0, 3.0]]), 3), {}, r"^prompt_ids must hold integer token ids"),
+            ((model, np.array([BOS_ID, PROMPT_TOKEN_IDS[0]]), 3), {}, blames("prompt_ids", "2-D", "(2,)")),
+            ((model, np.array([[1.0, 3.0]]), 3), {}, blames("prompt_ids", "integer")),
             ((model, prompts[:0], 3), {},
-             r"^prompt_ids must be \[B, P\] with B >= 1 and P >= 1; got shape \(0, 2\)$"),
+             blames("prompt_ids", "(0, 2)")),
             ((model, prompts[:, :0], 3), {},
-             r"^prompt_ids must be \[B, P\] with B >= 1 and P >= 1; got shape \(2, 0\)$"),
-            ((model, prompts, 0), {}, r"^max_new_tokens must be an integer >= 1; got 0$"),
+             blames("prompt_ids", "(2, 0)")),
+            ((model, prompts, 0), {}, blames("max_new_tokens", ">= 1", "0")),
             (("model", prompts, 3), {},
-             r"^model must be callable \(input_ids \[B, t\] -> logits \[B, t, V\]\); got str$"),
-            ((model, prompts, 3), {"deterministic": 1}, r"^deterministic must be True or False; got 1$"),
-            ((model, prompts, 3), {"generator": 0}, r"^generator must be a torch.Generator or None; got int$"),
-            ((model, prompts, 3), {"eos_token_id": -1}, r"^eos_token_id must be an integer >= 0; got -1$"),
-            ((model, prompts, 3), {"pad_token_id": -1}, r"^pad_token_id must be an integer >= 0; got -1$")):
+             blames("model", "callable", "str")),
+            ((model, prompts, 3), {"deterministic": 1}, blames("deterministic", "True", "False", "1")),
+            ((model, prompts, 3), {"generator": 0}, blames("generator", "torch.Generator", "None", "int")),
+            ((model, prompts, 3), {"eos_token_id": -1}, blames("eos_token_id", ">= 0", "-1")),
+            ((model, prompts, 3), {"pad_token_id": -1}, blames("pad_token_id", ">= 0", "-1"))):
         with pytest.raises(ValueError, match=pattern):
             impl.sample_responses(*arguments, **keywords)
 
@@ -456,14 +456,14 @@ def test_grouped_advantages_keep_the_array_kind_and_reject_bad_input(impl):
                                "1 - (0 + 1) / 2 = 0.5, ...; 1 - (0 + 0) / 2 = 1, 0 - (1 + 0) / 2 = -0.5, ...")
     tensor = impl.group_rloo_advantages(torch.tensor(rewards), 3)
     assert isinstance(tensor, torch.Tensor), "a tensor in must give a tensor out"
-    # Each message starts with the argument it blames.
-    with pytest.raises(ValueError, match=r"^group_size must be an integer >= 2; got 1$"):
+    # Each message names the argument it blames first, then what was expected and given (in any words).
+    with pytest.raises(ValueError, match=blames("group_size", ">= 2", "1")):
         impl.group_rloo_advantages(rewards, 1)
-    with pytest.raises(ValueError, match=r"^rewards must be \[B\] with B a positive multiple of group_size = 4"):
+    with pytest.raises(ValueError, match=blames("rewards", "group_size", "4")):
         impl.group_rloo_advantages(rewards, 4)
-    with pytest.raises(ValueError, match=r"^rewards must be 1-D; got shape \(2, 3\)$"):
+    with pytest.raises(ValueError, match=blames("rewards", "1-D", "(2, 3)")):
         impl.group_rloo_advantages(rewards.reshape(2, 3), 3)
-    with pytest.raises(ValueError, match=r"^rewards must be an array of numbers"):
+    with pytest.raises(ValueError, match=blames("rewards")):
         impl.group_rloo_advantages(np.array(["a", "b"]), 2)
 
 
@@ -626,22 +626,23 @@ def test_the_loss_rejects_bad_input(impl):
     loss_and_gradient(impl, logits, batch, old, torch.ones(1))  # valid input works first
     ids, lengths = torch.as_tensor(batch["input_ids"]), torch.as_tensor(batch["prompt_lengths"])
     words = np.array([["a", "b", "c"]])
-    # Each message starts with the argument it blames.
+    # Each message names the argument it blames first, then what was expected and given (in any words).
     for arguments, pattern in (
-            ((logits, ids, lengths, torch.zeros(1, 4), torch.ones(1), 0.2), r"^old_log_probs must be \[B, T - 1\]"),
-            ((logits, ids, lengths, words, torch.ones(1), 0.2), r"^old_log_probs must be an array of numbers"),
+            ((logits, ids, lengths, torch.zeros(1, 4), torch.ones(1), 0.2),
+             blames("old_log_probs", "(1, 3)", "(1, 4)")),
+            ((logits, ids, lengths, words, torch.ones(1), 0.2), blames("old_log_probs")),
             ((logits, ids, lengths, old, torch.ones(2), 0.2),
-             r"^advantages must be \[B\] = \(1,\), one per row; got \(2,\)$"),
-            ((logits, ids, lengths, old, np.array(["a"]), 0.2), r"^advantages must be an array of numbers"),
-            ((logits, ids, lengths, old, torch.ones(1), 0.2, "mean"), r"^reduction must be one of"),
-            ((logits, ids, lengths, old, torch.ones(1), 0.0), r"^clip_epsilon must be > 0; got 0.0$"),
-            ((words[..., None], ids, lengths, old, torch.ones(1), 0.2), r"^logits must be an array of numbers"),
+             blames("advantages", "(1,)", "(2,)")),
+            ((logits, ids, lengths, old, np.array(["a"]), 0.2), blames("advantages")),
+            ((logits, ids, lengths, old, torch.ones(1), 0.2, "mean"), blames("reduction", "token_mean")),
+            ((logits, ids, lengths, old, torch.ones(1), 0.0), blames("clip_epsilon", "> 0", "0.0")),
+            ((words[..., None], ids, lengths, old, torch.ones(1), 0.2), blames("logits")),
             ((torch.zeros(1, 4, VOCAB_SIZE, dtype=torch.int64), ids, lengths, old, torch.ones(1), 0.2),
-             r"^logits must be floating point; got dtype torch.int64$"),
-            ((logits[0], ids, lengths, old, torch.ones(1), 0.2), r"^logits must be 3-D; got shape"),
-            ((logits, ids.double(), lengths, old, torch.ones(1), 0.2), r"^input_ids must hold integer token ids"),
+             blames("logits", "floating", "int64")),
+            ((logits[0], ids, lengths, old, torch.ones(1), 0.2), blames("logits", "3-D")),
+            ((logits, ids.double(), lengths, old, torch.ones(1), 0.2), blames("input_ids", "integer")),
             ((logits, ids[:, :3], lengths, old, torch.ones(1), 0.2),
-             rf"^input_ids must be \[B, T\] matching logits \(1, 4, {VOCAB_SIZE}\); got \(1, 3\)$")):
+             blames("input_ids", f"(1, 4, {VOCAB_SIZE})", "(1, 3)"))):
         with pytest.raises(ValueError, match=pattern):
             impl.sequence_policy_loss(*arguments)
 
@@ -902,25 +903,24 @@ def test_the_iteration_rejects_bad_input(impl):
     optimizer = PlainSGD(model.parameters(), 0.1)
     with pytest.raises(ValueError, match="rewards"):
         impl.rloo_iteration(model, optimizer, ids, lengths, ITERATION_REWARDS[:3], 3, 1, 0.2)
-    with pytest.raises(ValueError, match=r"^ppo_epochs must be an integer >= 1; got 0$"):
+    with pytest.raises(ValueError, match=blames("ppo_epochs", ">= 1", "0")):
         impl.rloo_iteration(model, optimizer, ids, lengths, ITERATION_REWARDS, 3, 0, 0.2)
-    with pytest.raises(ValueError, match=r"^group_size must be an integer >= 2; got 1$"):
+    with pytest.raises(ValueError, match=blames("group_size", ">= 2", "1")):
         impl.rloo_iteration(model, optimizer, ids, lengths, ITERATION_REWARDS, 1, 1, 0.2)
     # Three rows of six tokens, so that a message that gave T for B would say 6, not 3.
     ids, lengths, rewards = ids[:3], lengths[:3], ITERATION_REWARDS[:3]
     only_step, only_zero_grad = type("OnlyStep", (), {"step": print}), type("OnlyZeroGrad", (), {"zero_grad": print})
-    # Each message starts with the argument it blames.
+    # Each message names the argument it blames first, then what was expected and given (in any words).
     for arguments, pattern in (
-            ((model, optimizer, ids, lengths, ITERATION_REWARDS), r"^rewards must hold one reward per row of "
-             r"input_ids \(3\); got 6$"),
-            ((model, optimizer, ids, lengths[:2], rewards), r"^prompt_lengths must be \[B\] = \(3,\); got \(2,\)$"),
-            ((model, optimizer, ids, lengths.double(), rewards), r"^prompt_lengths must hold integer token ids"),
-            ((model, optimizer, ids.double(), lengths, rewards), r"^input_ids must hold integer token ids"),
-            ((model, optimizer, ids[0], lengths, rewards), r"^input_ids must be 2-D; got shape \(6,\)$"),
-            (("model", optimizer, ids, lengths, rewards), r"^model must be callable \(input_ids -> logits\); got str$"),
+            ((model, optimizer, ids, lengths, ITERATION_REWARDS), blames("rewards", "input_ids", "(3)", "6")),
+            ((model, optimizer, ids, lengths[:2], rewards), blames("prompt_lengths", "(3,)", "(2,)")),
+            ((model, optimizer, ids, lengths.double(), rewards), blames("prompt_lengths", "integer")),
+            ((model, optimizer, ids.double(), lengths, rewards), blames("input_ids", "integer")),
+            ((model, optimizer, ids[0], lengths, rewards), blames("input_ids", "2-D", "(6,)")),
+            (("model", optimizer, ids, lengths, rewards), blames("model", "callable", "str")),
             ((model, only_step(), ids, lengths, rewards),
-             r"^optimizer must have zero_grad\(\) and step\(\), like a torch.optim.Optimizer; got OnlyStep$"),
-            ((model, only_zero_grad(), ids, lengths, rewards), r"^optimizer must have zero_grad\(\) and step\(\)")):
+             blames("optimizer", "zero_grad()", "step()", "OnlyStep")),
+            ((model, only_zero_grad(), ids, lengths, rewards), blames("optimizer", "zero_grad()", "step()"))):
         with pytest.raises(ValueError, match=pattern):
             impl.rloo_iteration(*arguments, 3, 1, 0.2)
 
