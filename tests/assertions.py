@@ -211,11 +211,14 @@ def gradient(tensor: torch.Tensor, name: str) -> np.ndarray:
     return tensor.grad.detach().cpu().numpy()
 
 
+def word(name: str) -> str:
+    """A pattern for ``name`` standing in a message as a word of its own (not inside another name)."""
+    return rf"(?<![A-Za-z0-9_]){re.escape(name)}(?![A-Za-z0-9_])"
+
+
 def blames(argument: str, *facts: str) -> str:
     """A pattern for a ValueError that names ``argument`` first, then states each of ``facts`` (what was expected,
     what was given) in that order, in whatever words: the contract is the argument and the facts, not the phrasing.
     A fact that is a name (another argument, a field) must stand as a word of its own."""
-    def fact_pattern(fact: str) -> str:
-        return rf"\b{fact}\b" if fact.isidentifier() else re.escape(fact)
-
-    return "^" + re.escape(argument) + r"\b" + "".join(r"[\s\S]*" + fact_pattern(fact) for fact in facts)
+    return "^" + word(argument) + "".join(
+        r"[\s\S]*" + (word(fact) if fact.isidentifier() else re.escape(fact)) for fact in facts)

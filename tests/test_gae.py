@@ -14,7 +14,7 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tests.assertions import assert_differentiable, close, confirmed_readings, gradient, mistake, plain
+from tests.assertions import assert_differentiable, close, confirmed_readings, gradient, mistake, plain, word
 from kata.lab.plan import GAE_EXPECTED, gae_example_arrays
 from kata.testing.strategies import GAE_MASKS, GAE_VALUE_ARRAYS, floats, gae_batches, ignored_values, typed_batches
 
@@ -345,11 +345,6 @@ def test_integer_and_float_masks_are_accepted(impl):
           expected, "0/1 integer or float masks mean the same as booleans")
 
 
-def naming(argument: str) -> str:
-    """A pattern for an error message that names ``argument`` as a word of its own (not inside another name)."""
-    return rf"(?<![A-Za-z_]){argument}(?![A-Za-z_])"
-
-
 def test_bad_input_is_a_clear_error(impl):
     good = dict(rewards=np.ones(3), values=np.zeros(3), next_values=np.ones(3),
                 terminated=np.array([False, False, True]), trace_cuts=np.array([False, True, True]),
@@ -376,7 +371,7 @@ def test_bad_input_is_a_clear_error(impl):
     for change, *arguments in cases:
         with pytest.raises(ValueError) as error:
             impl.gae_advantages(**{**good, **change})
-        unnamed = [argument for argument in arguments if not re.search(naming(argument), str(error.value))]
+        unnamed = [argument for argument in arguments if not re.search(word(argument), str(error.value))]
         assert not unnamed, f"changing {sorted(change)} raised {str(error.value)!r}, which does not name {unnamed}"
 
 

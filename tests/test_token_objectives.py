@@ -10,7 +10,7 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tests.assertions import assert_differentiable, gradient, mistake, plain, which_reading
+from tests.assertions import assert_differentiable, gradient, mistake, plain, which_reading, word
 from kata.testing.strategies import (
     IGNORED_VALUES,
     containers,
@@ -662,11 +662,6 @@ def test_one_tensor_argument_alone_gives_tensors_out(impl, alone):
             )
 
 
-def named(argument: str) -> str:
-    """A pattern for an error message that names ``argument`` as a word of its own."""
-    return rf"\b{argument}\b"
-
-
 def test_bad_input_is_a_clear_error(impl):
     impl.masked_token_ppo_terms(**SEED_BATCH)
     words = np.full((2, 6), "x")
@@ -694,22 +689,22 @@ def test_bad_input_is_a_clear_error(impl):
     for function in (impl.masked_token_ppo_terms,
                      lambda **kw: impl.masked_token_ppo_objective(**kw, reduction="token_mean")):
         for name, change in cases:
-            with pytest.raises(ValueError, match=named(name)):
+            with pytest.raises(ValueError, match=word(name)):
                 function(**dict(SEED_BATCH, **change))
-        with pytest.raises(ValueError, match=named("advantages") + r"[\s\S]*shape \(2,\)"):
+        with pytest.raises(ValueError, match=word("advantages") + r"[\s\S]*shape \(2,\)"):
             function(**dict(SEED_BATCH, advantages=np.ones(3)))  # the message gives the shape expected, [B]
         for shape in empty.values():
-            with pytest.raises(ValueError, match=named("new_log_probs")):
+            with pytest.raises(ValueError, match=word("new_log_probs")):
                 function(**dict(SEED_BATCH, new_log_probs=np.zeros(shape), old_log_probs=np.zeros(shape),
                                 mask=np.zeros(shape, dtype=np.int64), advantages=np.zeros(shape[0])))
     pair = {key: SEED_BATCH[key] for key in ("new_log_probs", "old_log_probs", "mask")}
     for function in (impl.sequence_log_probability_ratio, impl.sequence_probability_ratio):
         for name, change in cases:
             if name in pair:
-                with pytest.raises(ValueError, match=named(name)):
+                with pytest.raises(ValueError, match=word(name)):
                     function(**dict(pair, **{key: value for key, value in change.items() if key in pair}))
         for shape in empty.values():
-            with pytest.raises(ValueError, match=named("new_log_probs")):
+            with pytest.raises(ValueError, match=word("new_log_probs")):
                 function(np.zeros(shape), np.zeros(shape), np.zeros(shape, dtype=np.int64))
 
 
