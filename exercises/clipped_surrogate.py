@@ -27,7 +27,7 @@ from functools import reduce
 
 import torch
 
-from kata.concepts.arrays import (
+from kata.arrays import (
     ArrayLike,
     as_float_tensor,
     check_non_negative,

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import torch
 
-from kata.concepts.arrays import (
+from kata.arrays import (
     REDUCTIONS,
     ArrayLike,
     as_float_tensor,

@@ -1,7 +1,8 @@
 """The kata's shared package: what is neither an exercise nor an answer, laid out by role.
 
-    concepts/   the course data (course.toml: concepts, hints, mistakes, variants) and what every implementation
-                shares: array conversion, argument checks, the stub error, the package exports, the loader
+    arrays.py   what every implementation shares: NumPy in, NumPy out; tensor in, tensor out; the argument checks
+    concepts/   the course data (course.toml: concepts, hints, mistakes, variants), the stub error, the package
+                exports, the loader
     rl/         the RL parts: CartPole, the networks and optimizer, the PPO and RLOO loops, the sequence task
     testing/    what the concept tests run on: the pytest plugins, Hypothesis strategies, training verdicts
     student/    the student's tools: list, hint, status, check, watch

@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from kata.concepts.arrays import ArrayLike, as_float_tensor, check_integer, check_ndim, like_inputs
+from kata.arrays import ArrayLike, as_float_tensor, check_integer, check_ndim, like_inputs
 # BEGIN STUB
 # from kata.concepts.stub import not_implemented
 # END STUB

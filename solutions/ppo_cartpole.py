@@ -21,7 +21,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from kata.concepts.arrays import (
+from kata.arrays import (
     ArrayLike,
     as_float_tensor,
     check_binary_mask,

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import torch
 
-from kata.concepts.arrays import (
+from kata.arrays import (
     ArrayLike,
     as_float_tensor,
     check_binary_mask,

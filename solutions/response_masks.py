@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import torch
 
-from kata.concepts.arrays import ArrayLike, as_tensor, as_token_ids, check_integer, check_ndim, like_inputs
+from kata.arrays import ArrayLike, as_tensor, as_token_ids, check_integer, check_ndim, like_inputs
 # BEGIN STUB
 # from kata.concepts.stub import not_implemented
 # END STUB

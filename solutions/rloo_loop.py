@@ -17,7 +17,7 @@ from typing import Any
 
 import torch
 
-from kata.concepts.arrays import (
+from kata.arrays import (
     REDUCTIONS,
     ArrayLike,
     as_float_tensor,

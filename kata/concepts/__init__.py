@@ -1,8 +1,7 @@
-"""The course data and what every implementation shares; the bottom layer, importing no other part of kata.
+"""The course data and what the tools read of it; a bottom layer, importing no other part of kata.
 
     course.toml     the concepts in teaching order: titles, points, public names, hints, mistakes, variants
     manifest.py     the course as the tools read it: numbers, GUIDE sections and the point total, derived
-    arrays.py       NumPy in, NumPy out; tensor in, tensor out; the argument checks
     stub.py         the one error an untouched stub raises, and the one place that recognises it
     package.py      a package's lazy public names (exercises/, solutions/, a submission)
     impl.py         loading an implementation: exercises, solutions, a submitted folder, the reference patched by

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from kata.concepts.arrays import REDUCTIONS
+from kata.arrays import REDUCTIONS
 from kata.lab.outcome import as_numpy, float_array, plain
 from kata.lab.plan import GAE_EXAMPLE, MASK_EXAMPLE, LabPlan, gae_example_arrays
 from kata.testing.training import SOLVED_RETURN, solved_and_held

@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from kata.concepts.arrays import check_integer
+from kata.arrays import check_integer
 
 GRAVITY = 9.8
 CART_MASS = 1.0

@@ -22,7 +22,7 @@ import torch
 from torch import nn
 from torch.optim.adam import adam as adam_update  # documented: torch.optim.adam.adam, Adam's functional form
 
-from kata.concepts.arrays import check_integer, check_positive
+from kata.arrays import check_integer, check_positive
 
 HIDDEN_GAIN = math.sqrt(2.0)
 POLICY_HEAD_GAIN = 0.01

@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from kata.concepts.arrays import REDUCTIONS, check_choice, check_integer, check_positive, to_numpy
+from kata.arrays import REDUCTIONS, check_choice, check_integer, check_positive, to_numpy
 from kata.rl import PROFILES
 from kata.rl.networks import Adam, torch_threads
 from kata.rl.sequence_task import (

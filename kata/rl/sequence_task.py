@@ -21,7 +21,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from kata.concepts.arrays import ArrayLike, as_tensor, check_integer, to_numpy
+from kata.arrays import ArrayLike, as_tensor, check_integer, to_numpy
 
 # ---- vocabulary -------------------------------------------------------------------------------------------------
 

@@ -50,7 +50,7 @@ reason = 'r / (1 / s) is r * s up to the last bits, and the test compares to a r
 '''
 SOLUTION = '''"""The reference for reward scaling."""
 
-from kata.concepts.arrays import as_float_tensor, check_positive, like_inputs
+from kata.arrays import as_float_tensor, check_positive, like_inputs
 # BEGIN STUB
 # from kata.concepts.stub import not_implemented
 # END STUB

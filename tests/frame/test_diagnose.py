@@ -59,7 +59,7 @@ def test_the_reference_a_variant_and_the_stubs_get_no_diagnosis(catalogue, given
 
 TWO_MISTAKES = '''
 import torch
-from kata.concepts.arrays import as_float_tensor, check_binary_mask, like_inputs
+from kata.arrays import as_float_tensor, check_binary_mask, like_inputs
 
 
 def gae_advantages(rewards, values, next_values, terminated, trace_cuts, gamma, gae_lambda):
@@ -76,7 +76,7 @@ def gae_advantages(rewards, values, next_values, terminated, trace_cuts, gamma, 
 
 VECTORISED_TRUNCATION = '''
 import numpy as np
-from kata.concepts.arrays import as_float_tensor, check_binary_mask
+from kata.arrays import as_float_tensor, check_binary_mask
 
 
 def gae_advantages(rewards, values, next_values, terminated, trace_cuts, gamma, gae_lambda):

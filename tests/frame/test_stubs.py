@@ -20,7 +20,7 @@ pytestmark = pytest.mark.frame
 SOLUTION = textwrap.dedent('''\
     """The reference for a tiny concept."""
 
-    from kata.concepts.arrays import like_inputs
+    from kata.arrays import like_inputs
     # BEGIN STUB
     # from kata.concepts.stub import not_implemented
     # END STUB
@@ -48,7 +48,7 @@ SOLUTION = textwrap.dedent('''\
 STUB = textwrap.dedent('''\
     """HEADER"""
 
-    from kata.concepts.arrays import like_inputs
+    from kata.arrays import like_inputs
     from kata.concepts.stub import not_implemented
 
 
