@@ -29,7 +29,7 @@ import torch  # noqa: E402
 from kata.concepts import impl as implementations  # noqa: E402
 from kata.lab import sections  # noqa: E402
 from kata.lab.plan import plan_for  # noqa: E402
-from kata.rl import PROFILES  # noqa: E402
+from kata import PROFILES  # noqa: E402
 from kata.testing.training import first_step_reaching, late_evaluation_minimum, solved_and_held  # noqa: E402
 
 BUDGET = {"smoke": (30_000, 6.0), "full": (50_000, 60.0 / 5)}

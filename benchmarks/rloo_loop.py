@@ -26,7 +26,7 @@ import numpy as np  # noqa: E402
 from machine import describe_machine  # noqa: E402
 
 from kata.concepts import impl as implementations  # noqa: E402
-from kata.rl import PROFILES  # noqa: E402
+from kata import PROFILES  # noqa: E402
 from kata.rl.rloo import sequence_profile_config  # noqa: E402
 
 TARGET_SECONDS = 10.0

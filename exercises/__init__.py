@@ -4,6 +4,6 @@ Public names are the course's (kata/concepts/course.toml), imported from their m
 module that does not import yet never stops the others from being tested.
 """
 
-from kata.concepts.package import export_concepts
+from kata import export_concepts
 
 __all__, __getattr__, __dir__ = export_concepts(__name__)

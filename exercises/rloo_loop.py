@@ -194,7 +194,7 @@ def rloo_iteration(
     Args:
         model: the policy that sampled ``input_ids`` (``model(ids) -> logits [B, T, V]``).
         optimizer: an optimizer over ``model``'s parameters with ``zero_grad()`` and ``step()``
-            (kata.rl.networks.Adam, or any torch.optim optimizer).
+            (kata.rl.Adam, or any torch.optim optimizer).
         input_ids: integer ``[B, T]``, prompt-major groups of ``group_size`` rows.
         prompt_lengths: integer ``[B]``.
         rewards: floating ``[B]``, the verifier's rewards.

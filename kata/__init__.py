@@ -1,9 +1,8 @@
 """The kata's shared package: what is neither an exercise nor an answer, laid out by role.
 
     arrays.py   what every implementation shares: NumPy in, NumPy out; tensor in, tensor out; the argument checks
-    concepts/   the course data (course.toml: concepts, hints, mistakes, variants), the stub error, the package
-                exports, the loader
-    rl/         the RL parts: CartPole, the networks and optimizer, the PPO and RLOO loops, the sequence task
+    concepts/   the course data (course.toml: concepts, hints, mistakes, variants), the stub error, the loader
+    rl/         the RL parts: CartPole with its actor and critic, the optimizer, the two loops, the sequence task
     testing/    what the concept tests run on: the pytest plugins, Hypothesis strategies, training verdicts
     student/    the student's tools: list, hint, status, check, watch
     lab/        the lab: the seed notebook's route as one command, its report and figures
@@ -13,4 +12,45 @@
 
 Each package imports only the packages listed after it here; ``lint-imports`` (pyproject.toml) holds that. Nothing
 here ever imports ``solutions`` on behalf of ``exercises``.
+
+Here: :data:`PROFILES`, the sizes of a training run, and :func:`export_concepts`, the package-level names of
+``exercises``, ``solutions`` and any folder laid out like them. A package's ``__init__`` calls it: its public names
+are each concept's ``exports`` in course.toml, each imported from its concept module only when first asked for, so a
+student whose ``gae.py`` does not import still gets ``from exercises import rloo_advantages`` and the tests of every
+other concept still run. The names are read from the data file itself, without the course manifest
+(kata.concepts.manifest, which checks the same file whole).
 """
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+COURSE_FILE = Path(__file__).parent / "concepts" / "course.toml"
+PROFILES: tuple[str, ...] = ("smoke", "full")  # the sizes of a training run: a quick end-to-end run; every seed, longer
+
+
+def export_map() -> dict[str, str]:
+    """Public name -> concept module name, for every concept of course.toml."""
+    import tomllib
+
+    with open(COURSE_FILE, "rb") as stream:
+        concepts = tomllib.load(stream)["concepts"]
+    return {public: concept["name"] for concept in concepts for public in concept["exports"]}
+
+
+def export_concepts(package_name: str) -> tuple[list[str], Callable[[str], Any], Callable[[], list[str]]]:
+    """``__all__``, ``__getattr__`` and ``__dir__`` for the package called ``package_name``."""
+    where = export_map()
+
+    def __getattr__(name: str) -> Any:
+        if name in where:
+            return getattr(importlib.import_module(f"{package_name}.{where[name]}"), name)
+        raise AttributeError(f"module {package_name!r} has no attribute {name!r}")
+
+    def __dir__() -> list[str]:
+        return sorted(where)
+
+    return sorted(where), __getattr__, __dir__

@@ -19,11 +19,11 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kata.rl.networks import Adam
 from kata.lab.plan import plan_for
-from kata.rl.networks import Actor, Critic, action_log_probs
-from kata.rl.networks import SGD
+from kata.rl import Adam
+from kata.rl.cartpole import Actor, Critic, action_log_probs
 from kata.rl.ppo import RolloutBatch, profile_config
+from kata.testing.sgd import SGD
 from kata.testing.training import ppo_smoke_verdict
 from kata.testing.strategies import (
     bootstrap_cases,

@@ -38,7 +38,7 @@ from kata.concepts.impl import (
 from kata.concepts.manifest import CONCEPTS, Concept, catalogued_mistake, concept
 from kata.catalogue.observations import Observation, StubCalled, agree
 from kata.catalogue.probes import PROBES, ProbeSet
-from kata.rl.networks import torch_threads
+from kata.rl import torch_threads
 
 REFERENCE = "solutions"
 MINIMUM_RECALL = 0.9

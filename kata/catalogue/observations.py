@@ -194,8 +194,8 @@ def epoch_orders(visits: list[int], size: int, epochs: int) -> np.ndarray:
 
 def _update_setup(case: dict) -> tuple:
     """Seeded actor, critic, batch and SGD optimizer for an update probe."""
-    from kata.rl.networks import Actor, Critic, action_log_probs
-    from kata.rl.networks import SGD
+    from kata.rl.cartpole import Actor, Critic, action_log_probs
+    from kata.testing.sgd import SGD
     from kata.rl.ppo import RolloutBatch
 
     generator = torch.Generator().manual_seed(case["seed"])
@@ -250,7 +250,7 @@ def updated_networks(function: Callable[..., Any], case: dict) -> Observation:
 
 def iterated_policy(function: Callable[..., Any], case: dict) -> Observation:
     """rloo_iteration on a seeded small policy with plain SGD: its result and the parameters after."""
-    from kata.rl.networks import SGD
+    from kata.testing.sgd import SGD
     from kata.rl.sequence_task import make_policy
 
     model = make_policy(case.pop("seed"), hidden_size=8)

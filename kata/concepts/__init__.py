@@ -3,7 +3,6 @@
     course.toml     the concepts in teaching order: titles, points, public names, hints, mistakes, variants
     manifest.py     the course as the tools read it: numbers, GUIDE sections and the point total, derived
     stub.py         the one error an untouched stub raises, and the one place that recognises it
-    package.py      a package's lazy public names (exercises/, solutions/, a submission)
     impl.py         loading an implementation: exercises, solutions, a submitted folder, the reference patched by
                     a catalogue entry
     patches.py      applying a unified diff by content: how a catalogue entry (mistakes/, variants/) becomes a module

@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-COURSE_FILE = Path(__file__).with_name("course.toml")
+from kata import COURSE_FILE
+
 GUIDE = "GUIDE.md"
 
 

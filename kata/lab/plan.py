@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kata.rl import PROFILES
+from kata import PROFILES
 
 DEFAULT_OUTPUT_ROOT = Path("lab-output")
 

@@ -21,10 +21,11 @@ from typing import Any, NamedTuple
 import numpy as np
 import torch
 
+from kata import PROFILES
 from kata.arrays import check_choice, check_integer, check_non_negative, check_positive, check_probability
-from kata.rl import PROFILES
+from kata.rl import Adam, torch_threads
 from kata.rl.cartpole import ACTION_COUNT, MAX_EPISODE_STEPS, OBSERVATION_SIZE, CartPoleBatch, step_states
-from kata.rl.networks import Actor, Adam, Critic, action_log_probs, torch_threads
+from kata.rl.cartpole import Actor, Critic, action_log_probs
 
 @dataclass(frozen=True)
 class PPOConfig:

@@ -22,9 +22,9 @@ from typing import Any
 import numpy as np
 import torch
 
+from kata import PROFILES
 from kata.arrays import REDUCTIONS, check_choice, check_integer, check_positive, to_numpy
-from kata.rl import PROFILES
-from kata.rl.networks import Adam, torch_threads
+from kata.rl import Adam, torch_threads
 from kata.rl.sequence_task import (
     MAX_NEW_TOKENS,
     PROMPT_LENGTH,

@@ -14,7 +14,7 @@ import pytest
 
 from kata.concepts import impl as implementations
 from kata.concepts.manifest import CONCEPTS, MAX_POINTS, concept
-from kata.concepts.package import export_map
+from kata import export_map
 from kata.lab.plan import GAE_EXPECTED, gae_example_arrays
 
 pytestmark = pytest.mark.frame

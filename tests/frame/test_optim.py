@@ -8,7 +8,8 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kata.rl.networks import SGD, Adam, torch_threads
+from kata.rl import Adam, torch_threads
+from kata.testing.sgd import SGD
 
 pytestmark = pytest.mark.frame
 

@@ -1,5 +1,5 @@
-"""The PPO loop's frame (kata/rl/ppo.py, kata/rl/networks.py): configuration, rollout storage, greedy evaluation,
-progress reports, aggregation."""
+"""The PPO loop's frame (kata/rl/ppo.py, the networks of kata/rl/cartpole.py): configuration, rollout storage,
+greedy evaluation, progress reports, aggregation."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import torch
 
-from kata.rl.networks import Actor, Critic, action_log_probs
+from kata.rl.cartpole import Actor, Critic, action_log_probs
 from kata.rl.ppo import (
     HISTORY_KEYS,
     UPDATE_DIAGNOSTICS,
