@@ -12,7 +12,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tests.assertions import assert_differentiable, dtype_of, gradient, mistake, plain
-from kata.testing.strategies import float_dtypes, floats, group_rewards
+from kata.testing.strategies import float_dtypes, floats
+from kata.testing.strategies.baselines import group_rewards
 
 pytestmark = pytest.mark.baselines
 

@@ -25,14 +25,13 @@ from tests.assertions import (
     plain,
     word,
 )
-from kata.testing.strategies import (
+from kata.testing.strategies import floats, typed_batches
+from kata.testing.strategies.clipped_surrogate import (
     SURROGATE_ARRAYS,
     VALUE_ARRAYS,
     categorical_pairs,
     entropy_batches,
-    floats,
     ppo_batches,
-    typed_batches,
     value_batches,
 )
 

@@ -16,7 +16,8 @@ from hypothesis import strategies as st
 
 from tests.assertions import assert_differentiable, close, confirmed_readings, gradient, mistake, plain, word
 from kata.lab.plan import GAE_EXPECTED, gae_example_arrays
-from kata.testing.strategies import GAE_MASKS, GAE_VALUE_ARRAYS, floats, gae_batches, ignored_values, typed_batches
+from kata.testing.strategies import floats, typed_batches
+from kata.testing.strategies.gae import GAE_MASKS, GAE_VALUE_ARRAYS, gae_batches, ignored_values
 
 pytestmark = pytest.mark.gae
 

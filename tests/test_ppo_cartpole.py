@@ -25,14 +25,8 @@ from kata.rl.cartpole import Actor, Critic, action_log_probs
 from kata.rl.ppo import RolloutBatch, profile_config
 from kata.testing.sgd import SGD
 from kata.testing.training import ppo_smoke_verdict
-from kata.testing.strategies import (
-    bootstrap_cases,
-    containers,
-    float_dtypes,
-    minibatch_layouts,
-    rollout_flags,
-)
-from kata.testing.loop_strategies import update_settings
+from kata.testing.strategies import containers, float_dtypes
+from kata.testing.strategies.ppo_cartpole import bootstrap_cases, minibatch_layouts, rollout_flags, update_settings
 from tests.assertions import blames, mistake, plain, which_reading
 
 pytestmark = pytest.mark.ppo_cartpole

@@ -17,10 +17,8 @@ from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from tests.assertions import assert_differentiable, close, dtype_of, gradient, mistake, plain
-from kata.testing.strategies import (
-    containers,
-    float_dtypes,
-    floats,
+from kata.testing.strategies import containers, float_dtypes, floats
+from kata.testing.strategies.reinforce import (
     limit_logits,
     logits_arrays,
     masked_logits,

@@ -9,7 +9,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tests.assertions import assert_differentiable, gradient, mistake, plain, word
-from kata.testing.strategies import IGNORED_VALUES, containers, float_dtypes, logits_and_ids, response_batches
+from kata.testing.strategies import IGNORED_VALUES, containers, float_dtypes
+from kata.testing.strategies.response_masks import logits_and_ids, response_batches
 
 pytestmark = pytest.mark.response_masks
 

@@ -30,8 +30,15 @@ from kata.rl.sequence_task import (
 )
 from kata.testing.training import sequence_smoke_verdict
 from tests.assertions import assert_differentiable, blames, mistake, plain, which_reading
-from kata.testing.loop_strategies import iteration_settings, loss_cases, token_id_pairs
-from kata.testing.strategies import IGNORED_VALUES, float_dtypes, prompt_major_rewards, sampling_cases, sequence_batches
+from kata.testing.strategies import IGNORED_VALUES, float_dtypes
+from kata.testing.strategies.rloo_loop import (
+    iteration_settings,
+    loss_cases,
+    prompt_major_rewards,
+    sampling_cases,
+    sequence_batches,
+    token_id_pairs,
+)
 
 pytestmark = pytest.mark.rloo_loop
 

@@ -11,14 +11,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tests.assertions import assert_differentiable, gradient, mistake, plain, which_reading, word
-from kata.testing.strategies import (
-    IGNORED_VALUES,
-    containers,
-    extreme_log_probs,
-    float_dtypes,
-    seeds,
-    token_objective_batches,
-)
+from kata.testing.strategies import IGNORED_VALUES, containers, extreme_log_probs, float_dtypes, seeds
+from kata.testing.strategies.token_objectives import token_objective_batches
 
 pytestmark = pytest.mark.token_objectives
 

@@ -9,8 +9,7 @@ stubs' selfcheck. It may import the layers below it (lab and student aside), nev
     variants.py     every catalogued valid variant must pass, slow tests included
     mutation.py     mutmut over each concept's reference: what its tests let survive, recorded in mutation/
     diagnose.py     which catalogued mistake a function behaves like, by behaviour on fixed probes
-    probes.py       the probes: cases drawn once from the strategies, and boundary cases
-    drawing.py      how a probe's cases are drawn: the same examples on every run and in every process
+    probes.py       the probes of every concept, collected from its module of kata/testing/strategies/
     observations.py what the diagnosis observes of one call, and when two observations agree
     selfcheck.py    every concept test fails on the shipped stubs, with the readable line
 """

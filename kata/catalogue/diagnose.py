@@ -4,9 +4,10 @@
                                       [--json]
     python -m kata.catalogue.diagnose --evaluate [CONCEPT ...]
 
-For every public function of the concepts that behaves differently from the reference on the probes of
-kata/catalogue/probes.py, the function, the reference and every catalogued mistake of its concept (each bound into a
-fresh copy of the reference, as ``pytest --mistake`` does) run on the same probes. The diagnosis names the one mistake
+For every public function of the concepts that behaves differently from the reference on its probes (written beside
+its concept's strategies, kata/testing/strategies/<concept>.py, and collected by kata/catalogue/probes.py), the
+function, the reference and every catalogued mistake of its concept (each bound into a fresh copy of the reference,
+as ``pytest --mistake`` does) run on the same probes. The diagnosis names the one mistake
 the function agrees with on every probe (within the probe set's tolerance) while disagreeing with the reference on at
 least one; when none does, or several do alike, it names none. A wrong accusation is worse than silence, so a function
 that differs from the reference in any other way as well gets no diagnosis. A stub (NotImplementedError) gets none

@@ -1,11 +1,15 @@
 """What `kata diagnose` observes of one call of a function on a probe, and when two observations agree.
 
-A probe set (kata.catalogue.probes) pairs the cases drawn for one public function with one of the observers here;
-``guarded`` calls it on a fresh copy of the case and returns what can be compared across implementations:
+A probe set (kata.catalogue.probes) pairs the cases drawn for one public function with the observer its concept's
+probes name (:func:`observer`); ``guarded`` calls it on a fresh copy of the case and returns what can be compared
+across implementations:
 
 - values, as float64 or integer NumPy arrays (a raised exception is observed as its class name);
 - gradients, where a mistake is about them (a detach contract): the gradient of a fixed weighting of the outputs
-  with respect to every floating input;
+  with respect to every floating input named;
+- where a contract is about containers and dtypes: whether each output is a tensor (``result_containers``), the
+  kind of result when each named input alone is a tensor (``one_tensor_at_a_time``), or each output's container
+  and dtype on the case as given (``kinds``);
 - for functions that draw random numbers, what does not depend on the random stream: ``minibatch_indices`` is
   observed as its minibatch sizes and whether the indices form a permutation; ``sample_responses`` greedily as the
   tokens themselves and, when sampling, as whether every row is padded after its EOS (with the case's EOS and PAD
@@ -110,6 +114,49 @@ def with_gradients(*float_names: str):
         return as_observation(outputs), as_observation(gradients)
 
     return observe
+
+
+def result_containers(*float_names: str):
+    """Whether each output is a tensor, its values on the case as given, and :func:`with_gradients` of
+    ``float_names``."""
+    gradients = with_gradients(*float_names)
+
+    def observe(function: Callable[..., Any], case: dict) -> Observation:
+        result = function(**case)
+        kind = tuple("tensor" if isinstance(part, torch.Tensor) else type(part).__name__
+                     for part in (result if isinstance(result, tuple) else (result,)))
+        return kind, values(lambda **_: result, case), gradients(function, case)
+
+    return observe
+
+
+def one_tensor_at_a_time(*float_names: str):
+    """:func:`with_gradients` of ``float_names`` (every one of them a tensor), and the kind of result when each of
+    them alone is a tensor."""
+    gradients = with_gradients(*float_names)
+
+    def observe(function: Callable[..., Any], case: dict) -> Observation:
+        observed = gradients(function, case)
+        kinds = tuple(type(function(**{key: torch.tensor(value) if key == name else value
+                                        for key, value in case.items()})).__name__
+                      for name in float_names)
+        return observed, kinds
+
+    return observe
+
+
+def with_kinds(observe: Callable[[Callable[..., Any], Any], Observation]):
+    """``observe``, and each output's container and dtype on the case as given (a tensor if any input is one, the
+    promoted dtype): what a value cast to float64 for comparison no longer shows."""
+
+    def run(function: Callable[..., Any], case: Any) -> Observation:
+        output = function(**copy.deepcopy(case))
+        parts = output if isinstance(output, tuple) else (output,)
+        kinds = tuple(f"{type(part).__name__} {str(getattr(part, 'dtype', '')).replace('torch.', '')}"
+                      for part in parts)
+        return observe(function, case), kinds
+
+    return run
 
 
 def minibatch_partition(function: Callable[..., Any], case: tuple[int, int, int]) -> Observation:
@@ -259,3 +306,33 @@ def iterated_policy(function: Callable[..., Any], case: dict) -> Observation:
     parameters = torch.cat([p.detach().reshape(-1) for p in model.parameters()])
     advantages_dtype = str(getattr(getattr(result, "advantages", None), "dtype", None))
     return as_observation(result), as_observation(parameters), advantages_dtype
+
+
+# ---- choosing an observer by name ----------------------------------------------------------------------------------
+
+# Observers of any function, given the float arguments whose gradients they observe.
+OF_FLOAT_ARGUMENTS = {
+    "values": lambda *names: with_gradients(*names) if names else values,
+    "result_containers": result_containers,
+    "one_tensor_at_a_time": one_tensor_at_a_time,
+}
+# Observers of one kind of function (a shuffle, a sampler, an update), which take no options.
+OF_A_KIND = {
+    "minibatch_partition": minibatch_partition,
+    "sampled_responses": sampled_responses,
+    "updated_networks": updated_networks,
+    "iterated_policy": iterated_policy,
+}
+
+
+def observer(name: str, gradients: tuple[str, ...] = (), kinds: bool = False):
+    """The observer called ``name`` (with the gradients of ``gradients``; with ``kinds``, :func:`with_kinds`), as a
+    concept's probes name it; ValueError names the observers there are otherwise."""
+    if name in OF_FLOAT_ARGUMENTS:
+        observe = OF_FLOAT_ARGUMENTS[name](*gradients)
+    elif name in OF_A_KIND and not gradients:
+        observe = OF_A_KIND[name]
+    else:
+        raise ValueError(f"observer: no observer {name!r} with gradients {gradients!r}; expected one of "
+                         f"{', '.join(OF_FLOAT_ARGUMENTS)} (with gradients or none) or {', '.join(OF_A_KIND)} (none)")
+    return with_kinds(observe) if kinds else observe

@@ -186,7 +186,9 @@ def _forked(runs: list[Run], impl: str, jobs: int) -> Iterator[Outcome]:
     torch.set_num_threads(1)
     # Chosen once, before the first run: fork while this process holds one thread (it starts none between runs),
     # else a forkserver (an interpreter per run would import torch again for each of hundreds of runs).
-    context = worker_context(PRELOAD, start_method(elsewhere="forkserver"))
+    concepts = dict.fromkeys(run.entry.partition("/")[0] for run in runs)  # and each one's strategy module
+    context = worker_context(PRELOAD + tuple(f"kata.testing.strategies.{name}" for name in concepts),
+                             start_method(elsewhere="forkserver"))
     pending = list(runs)
     running: dict[int, tuple[multiprocessing.Process, Run, str, float]] = {}
     with tempfile.TemporaryDirectory(prefix="kata-catalogue-") as folder:

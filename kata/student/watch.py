@@ -117,8 +117,12 @@ def watch(check: Callable[[], object], folder: Path, *, interval: float = 0.5, m
 
 
 def warm_imports(diagnosis: bool) -> list[str]:
-    """Everything a check imports but the student's modules."""
-    return list(WARM_IMPORTS + (("kata.catalogue.pytest_plugin", "kata.catalogue.probes") if diagnosis else ()))
+    """Everything a check imports but the student's modules: the concepts' strategy modules included."""
+    from kata.concepts.manifest import CONCEPTS
+
+    strategies = tuple(f"kata.testing.strategies.{c.name}" for c in CONCEPTS)
+    return list(WARM_IMPORTS + strategies + (("kata.catalogue.pytest_plugin", "kata.catalogue.probes") if diagnosis
+                                             else ()))
 
 
 def warm_server(diagnosis: bool) -> multiprocessing.context.BaseContext:

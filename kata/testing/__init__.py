@@ -6,8 +6,8 @@
     record.py      the record of a student's last results per concept, and the fingerprint of what they depend on
     limits.py      how long one test may run, the same for `kata check` and `kata grade`
     plain_asserts.py  the concept test modules left unrewritten by pytest: a failure reads as its message alone
-    strategies.py  the Hypothesis strategies the concept tests (and the diagnosis's probes) draw from
-    loop_strategies.py  those of the two loops' clause tests (ppo_update step by step, the RLOO loop with other ids)
-    probe_strategies.py  those only the diagnosis's probes draw (functions whose tests build inputs inline)
+    strategies/    one module per concept: the Hypothesis strategies its tests draw from and its probes (the cases
+                   `kata diagnose` runs each public function on, as data); __init__.py the shared building blocks
+    drawing.py     how a probe's cases are drawn: the same examples on every run and in every process
     training.py    the verdicts of the two training tests, and the one definition of "solved"
 """

@@ -1,11 +1,12 @@
 """Adding a concept: a throwaway one, added to a copy of the repository the way CONTRIBUTING.md's checklist says,
-touches at most seven files besides its own mistake and variant patches, and `kata list`, the stub generator,
-`kata check` and the catalogue's runs take it up from the course data alone."""
+touches at most six files besides its own mistake and variant patches, and `kata list`, the stub generator,
+`kata check`, the catalogue's runs and the diagnosis take it up from the course data alone."""
 
 from __future__ import annotations
 
 import difflib
 import hashlib
+import json
 import os
 import re
 import shutil
@@ -20,7 +21,7 @@ from kata.concepts.manifest import CONCEPTS, MAX_POINTS
 
 pytestmark = pytest.mark.frame
 
-MOST_FILES_TOUCHED = 7
+MOST_FILES_TOUCHED = 6
 COPIED = ("kata", "exercises", "solutions", "tests", "mistakes", "variants", "conftest.py", "pyproject.toml",
           "GUIDE.md", "CONTRIBUTING.md")
 LEFT_OUT = shutil.ignore_patterns("__pycache__", "*.pyc", ".hypothesis", ".kata", "frame", "parity")
@@ -73,7 +74,7 @@ import numpy as np
 import pytest
 from hypothesis import given
 
-from kata.testing.strategies import scaled_rewards
+from kata.testing.strategies.reward_scaling import scaled_rewards
 
 pytestmark = pytest.mark.reward_scaling
 
@@ -84,19 +85,26 @@ def test_every_reward_is_multiplied_by_the_scale(impl, case):
     np.testing.assert_allclose(impl.scale_rewards(rewards, scale), rewards * scale, rtol=1e-12,
                                err_msg="each reward times the scale")
 '''
-STRATEGY = '''
+STRATEGIES = '''"""reward_scaling: the strategies its tests draw from, and its probes: a throwaway concept."""
+
+from __future__ import annotations
+
+from hypothesis import strategies as st
+
+from kata.testing.drawing import drawn
+from kata.testing.strategies import Probes, float_arrays, floats
+
 
 @st.composite
 def scaled_rewards(draw):
     """Rewards [N] in [-10, 10] and a scale in [0.1, 10]."""
     return draw(float_arrays((draw(st.integers(1, 5)),), -10.0, 10.0)), draw(floats(0.1, 10.0))
-'''
-PROBE = '''
 
-PROBE_SETS = (*PROBE_SETS, ProbeSet("scale_rewards", "reward_scaling",
-                                    _drawn("scaled_rewards", build=lambda c: dict(rewards=c[0], scale=c[1])),
-                                    guarded(values)))
-PROBES = {probe.function: probe for probe in PROBE_SETS}
+
+PROBES = (
+    Probes("scale_rewards", drawn(scaled_rewards, "scaled_rewards", build=lambda c: dict(rewards=c[0], scale=c[1]))),
+)
+UNPROBED: dict[str, str] = {}
 '''
 GUIDE_SECTION = '''
 ## 9. Reward scaling: a throwaway concept
@@ -130,7 +138,7 @@ def kata(copy: Path, *arguments: str) -> subprocess.CompletedProcess[str]:
 
 
 @pytest.mark.e2e
-def test_a_new_concept_touches_at_most_seven_files_and_every_tool_takes_it_up(tmp_path):
+def test_a_new_concept_touches_at_most_six_files_and_every_tool_takes_it_up(tmp_path):
     copy = tmp_path / "repository"
     copy.mkdir()
     for name in COPIED:
@@ -146,10 +154,7 @@ def test_a_new_concept_touches_at_most_seven_files_and_every_tool_takes_it_up(tm
         course.write(COURSE_ENTRY)
     (copy / "solutions" / f"{NAME}.py").write_text(SOLUTION)
     (copy / "tests" / f"test_{NAME}.py").write_text(TESTS)
-    with open(copy / "kata" / "testing" / "strategies.py", "a") as strategies:
-        strategies.write(STRATEGY)
-    with open(copy / "kata" / "catalogue" / "probes.py", "a") as probes:
-        probes.write(PROBE)
+    (copy / "kata" / "testing" / "strategies" / f"{NAME}.py").write_text(STRATEGIES)
     with open(copy / "GUIDE.md", "a") as guide:
         guide.write(GUIDE_SECTION)
     for kind, text, entry in (("mistakes", MISTAKE, "scale_added"), ("variants", VARIANT, "scale_divided_by_inverse")):
@@ -184,6 +189,11 @@ def test_a_new_concept_touches_at_most_seven_files_and_every_tool_takes_it_up(tm
     variants = kata(copy, "variants", NAME, "--jobs", "1")
     assert variants.returncode == 0 and f"accepted  {NAME}/scale_divided_by_inverse" in variants.stdout, (
         f"`kata variants` applies the new concept's variant and its test accepts it: {variants.stdout}")
+
+    diagnosed = kata(copy, "diagnose", NAME, "--mistake", f"{NAME}/scale_added", "--json")
+    named = [entry["mistake"] for entry in json.loads(diagnosed.stdout or "{}").get("diagnoses", [])]
+    assert diagnosed.returncode == 0 and named == [f"{NAME}/scale_added"], (
+        f"`kata diagnose` runs the new concept's probes and names its mistake: {diagnosed.stdout}{diagnosed.stderr}")
 
     after = snapshot(copy)
     touched = sorted(name for name in after.keys() | before.keys() if before.get(name) != after.get(name)

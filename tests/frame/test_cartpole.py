@@ -15,7 +15,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from kata.rl.cartpole import CartPoleBatch, step_states
-from kata.testing.strategies import cartpole_states
+from kata.testing.strategies.ppo_cartpole import cartpole_states
 
 pytestmark = pytest.mark.frame
 

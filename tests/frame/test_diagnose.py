@@ -7,8 +7,10 @@ these tests pin the kinds of probe: values, gradients (detach contracts), random
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -144,13 +146,26 @@ def test_probes_are_drawn_once_and_always_the_same():
 
 
 def test_every_export_is_probed_or_says_why_not():
-    from kata.catalogue.probes import UNPROBED
+    from kata.catalogue.probes import STRATEGIES, UNPROBED
 
     for c in CONCEPTS:
+        module = importlib.import_module(f"{STRATEGIES}.{c.name}")
+        named = sorted([probes.function for probes in module.PROBES] + list(module.UNPROBED))
+        assert named == sorted(c.exports), (
+            f"{module.__name__} gives each public function of {c.name} a probe set or an UNPROBED reason, once: "
+            f"it names {named}, the concept exports {sorted(c.exports)}")
+        assert all(reason.strip() for reason in module.UNPROBED.values()), f"{module.__name__}: a reason is empty"
         for name in c.exports:
             assert (name in PROBES) != (name in UNPROBED), f"{name}: probed, or listed in UNPROBED with a reason"
             assert name not in PROBES or PROBES[name].concept == c.name, (
                 f"{name} is probed under {PROBES[name].concept!r}, not under its concept {c.name!r}")
+
+
+def test_the_probe_machinery_names_no_concept_and_no_function():
+    source = (REPOSITORY_ROOT / "kata" / "catalogue" / "probes.py").read_text()
+    named = [name for c in CONCEPTS for name in (c.name, *c.exports) if re.search(rf"\b{name}\b", source)]
+    assert not named, (f"kata/catalogue/probes.py only collects each concept's probes from its module of "
+                       f"kata/testing/strategies/, so that a new concept never edits it; it names {named}")
 
 
 def test_evaluate_one_concept(catalogue, capsys):

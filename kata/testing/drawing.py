@@ -1,6 +1,7 @@
 """How the diagnosis's probe cases are drawn: from the tests' own strategies, the same examples on every run and in
-every process, whatever modules a submission has imported (kata.catalogue.probes says which cases each function
-gets)."""
+every process, whatever modules a submission has imported (each concept's module of kata.testing.strategies says
+which cases each of its functions gets). A draw is seeded by its name: a probe set keeps its cases while its name
+stays."""
 
 from __future__ import annotations
 
@@ -11,19 +12,6 @@ from typing import Any
 
 PROBES_PER_FUNCTION = 24
 STRATEGY_SEED = 20261202
-
-
-def strategies():
-    from kata.testing import strategies
-
-    return strategies
-
-
-def strategy_named(name: str):
-    """The strategy ``name`` of kata.testing.probe_strategies (the probes' own), else of kata.testing.strategies."""
-    from kata.testing import probe_strategies
-
-    return getattr(probe_strategies, name) if hasattr(probe_strategies, name) else getattr(strategies(), name)
 
 
 @contextlib.contextmanager
@@ -65,16 +53,15 @@ def draw(strategy, count: int, name: str) -> list[Any]:
     return examples
 
 
-def drawn(strategy_name: str, *, count: int = PROBES_PER_FUNCTION, extra: Callable[[], list[Any]] | None = None,
-          arguments: tuple = (), build: Callable[[Any], Any] | None = None) -> Callable[[], list[Any]]:
-    """Cases from the strategy ``strategy_name`` (``(*arguments)`` applied, or the strategy itself), then
-    ``extra()``."""
+def drawn(strategy, name: str, *, count: int = PROBES_PER_FUNCTION, extra: Callable[[], list[Any]] | None = None,
+          build: Callable[[Any], Any] | None = None) -> Callable[[], list[Any]]:
+    """The cases of a probe set, drawn when called: ``count`` examples of ``strategy`` (a strategy, or a function
+    that returns one when called without arguments), each passed through ``build``, then ``extra()``. The draw is
+    seeded by ``name + "()"``, the spelling of the call, as it has been since the probes were first drawn."""
 
     def cases() -> list[Any]:
-        strategy = strategy_named(strategy_name)
-        if arguments or callable(strategy) and not hasattr(strategy, "example"):
-            strategy = strategy(*arguments)
-        drawn = draw(strategy, count, strategy_name + repr(arguments))
+        chosen = strategy() if callable(strategy) and not hasattr(strategy, "example") else strategy
+        drawn = draw(chosen, count, name + "()")
         if build is not None:
             drawn = [build(case) for case in drawn]
         return drawn + (extra() if extra else [])

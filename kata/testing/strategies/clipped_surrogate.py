@@ -1,0 +1,118 @@
+"""4. clipped_surrogate: the strategies its tests draw from, and its probes (drawn batches, ratios at the clip
+range's ends and beyond, log-probabilities where exp underflows; the PPO loss's terms, which its tests build
+inline)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+
+from kata.testing.drawing import drawn
+from kata.testing.strategies import Probes, clip_epsilons, float_arrays, floats, sample_shapes
+
+# ---- strategies ---------------------------------------------------------------------------------------------------
+
+@st.composite
+def ppo_batches(draw, max_samples: int = 12) -> dict:
+    """Keyword arguments for clipped_surrogate_terms: clip_epsilon in [0.01, 0.5], old log-probs in [-5, 0], new =
+    old + a shift in [-1, 1] (so ratios fall on both sides of [1 - eps, 1 + eps]) or one of
+    :func:`boundary_log_ratios`, advantages in [-10, 10] with zeros and both signs drawn, of one shape [N] or
+    [B, N]."""
+    shape = draw(sample_shapes(max_samples))
+    epsilon = draw(clip_epsilons)
+    old = draw(float_arrays(shape, -5.0, 0.0))
+    shift = draw(hnp.arrays(np.float64, shape, elements=st.one_of(floats(-1.0, 1.0),
+                                                                 st.sampled_from(boundary_log_ratios(epsilon)))))
+    advantages = draw(hnp.arrays(np.float64, shape, elements=st.one_of(st.just(0.0), floats(-10.0, 10.0))))
+    return dict(new_log_probs=old + shift, old_log_probs=old, advantages=advantages, clip_epsilon=epsilon)
+
+
+def boundary_log_ratios(epsilon: float) -> list[float]:
+    """Log-ratios where a random draw rarely lands and a wrong interval shows: r = e^±ε and the midpoints of the
+    gaps between [1 - ε, 1 + ε] and [e^-ε, e^ε]. Each is at least ε²/4 away from 1 ± ε, so rounding never decides
+    which side of the clip it falls on."""
+    upper, lower = (1.0 + epsilon + np.exp(epsilon)) / 2, (1.0 - epsilon + np.exp(-epsilon)) / 2
+    return [epsilon, -epsilon, float(np.log(upper)), float(np.log(lower))]
+
+
+@st.composite
+def value_batches(draw, max_samples: int = 12) -> dict:
+    """Keyword arguments for clipped_value_loss: old values and returns in [-10, 10], new values within 3 of the old
+    (inside and outside the clip range), one shape [N] or [B, N], clip_epsilon in [0.01, 0.5]."""
+    shape = draw(sample_shapes(max_samples))
+    old = draw(float_arrays(shape, -10.0, 10.0))
+    return dict(values=old + draw(float_arrays(shape, -3.0, 3.0)), old_values=old,
+                returns=draw(float_arrays(shape, -10.0, 10.0)), clip_epsilon=draw(clip_epsilons))
+
+
+SURROGATE_ARRAYS, VALUE_ARRAYS = ("new_log_probs", "old_log_probs", "advantages"), ("values", "old_values", "returns")
+
+
+@st.composite
+def entropy_batches(draw, max_samples: int = 12) -> np.ndarray:
+    """Per-sample entropies in [0, 2], of shape [N] or [B, N]."""
+    return draw(float_arrays(draw(sample_shapes(max_samples)), 0.0, 2.0))
+
+
+@st.composite
+def categorical_pairs(draw, max_actions: int = 6) -> tuple[np.ndarray, np.ndarray]:
+    """Two categorical distributions over the same K actions (2 <= K <= 6), as logits in [-3, 3]."""
+    actions = draw(st.integers(2, max_actions))
+    return draw(float_arrays((actions,), -3.0, 3.0)), draw(float_arrays((actions,), -3.0, 3.0))
+
+
+ppo_loss_cases = st.fixed_dictionaries(
+    dict(policy_loss=floats(-10.0, 10.0), value_loss=floats(0.0, 10.0), entropy=entropy_batches(),
+         value_coefficient=floats(0.0, 2.0), entropy_coefficient=floats(0.001, 0.1))
+)
+
+# ---- probes -------------------------------------------------------------------------------------------------------
+
+def _surrogate_cases() -> list[Any]:
+    """Drawn batches; every third with only the advantages as a tensor (the terms must be tensors then); and the
+    first eight again with both log-probabilities moved far below 0 (-800), where exp of either underflows."""
+    import torch
+
+    examples = drawn(ppo_batches, "ppo_batches")()
+    mixed = [dict(case, advantages=torch.from_numpy(case["advantages"].copy())) if index % 3 == 0 else case
+             for index, case in enumerate(examples)]
+    far = [dict(case, new_log_probs=case["new_log_probs"] - 800.0, old_log_probs=case["old_log_probs"] - 800.0)
+           for case in examples[:8]]
+    return mixed + far
+
+
+def _clip_boundaries() -> list[Any]:
+    """Ratios at exactly 1 ± ε (exp(log r) == r for these r and ε in float64): neither clipped nor outside, since
+    both branches are equal there; and ratios beyond, on both sides of the interval, with advantages of both signs."""
+    cases = []
+    for epsilon, ratios, advantages in ((0.5, [1.5, 0.5, 2.0, 0.25, 1.0, 1.5, 0.5], [1, -1, 1, -1, 1, -1, 1]),
+                                        (0.25, [1.25, 0.75, 1.25, 0.75, 1.5, 0.5], [1, -1, -1, 1, 1, -1]),
+                                        (0.5, [[1.5, 1.5, 0.5], [0.5, 2.0, 1.0]], [[1, 2, -2], [-1, 3, -1]])):
+        new = np.log(np.array(ratios))
+        cases.append(dict(new_log_probs=new, old_log_probs=np.zeros_like(new),
+                          advantages=np.array(advantages, dtype=np.float64), clip_epsilon=epsilon))
+    return cases
+
+
+def _pick(*keys: str) -> Callable[[dict], dict]:
+    return lambda case: {key: case[key] for key in keys}
+
+
+PROBES = (
+    Probes("clipped_surrogate_terms", _surrogate_cases, "result_containers", gradients=SURROGATE_ARRAYS),
+    Probes("clipped_policy_loss", drawn(ppo_batches, "ppo_batches"), gradients=SURROGATE_ARRAYS),
+    Probes("clipped_value_loss", drawn(value_batches, "value_batches")),
+    Probes("ppo_loss", drawn(ppo_loss_cases, "ppo_loss_cases")),
+    Probes("approximate_kl", drawn(ppo_batches, "ppo_batches", build=_pick("new_log_probs", "old_log_probs")),
+           gradients=("new_log_probs", "old_log_probs")),
+    Probes("active_clip_fraction", drawn(ppo_batches, "ppo_batches", extra=_clip_boundaries)),
+    Probes("ratio_outside_fraction",
+           drawn(ppo_batches, "ppo_batches", build=_pick("new_log_probs", "old_log_probs", "clip_epsilon"),
+                 extra=lambda: [_pick("new_log_probs", "old_log_probs", "clip_epsilon")(case)
+                                for case in _clip_boundaries()])),
+)
+UNPROBED: dict[str, str] = {}
