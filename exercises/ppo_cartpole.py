@@ -35,7 +35,7 @@ from kata.arrays import (
 )
 from kata.rl import Optimizer
 from kata.rl.cartpole import action_log_probs  # noqa: F401 - for your update
-from kata.rl.ppo import PPOConfig, RolloutBatch, aggregate_training_runs, profile_config, run_ppo
+from kata.rl.ppo import PPOConfig, RolloutBatch, run_ppo
 from kata.concepts.stub import not_implemented
 
 from .clipped_surrogate import (  # noqa: F401 - your concept 4 functions, for the update
@@ -49,8 +49,7 @@ from .clipped_surrogate import (  # noqa: F401 - your concept 4 functions, for t
 from .gae import gae_advantages
 from .reinforce import categorical_entropy  # noqa: F401 - for the update
 
-__all__ = ["gae_masks", "bootstrap_values", "minibatch_indices", "ppo_update", "profile_config", "train_ppo",
-           "aggregate_training_runs"]
+__all__ = ["gae_masks", "bootstrap_values", "minibatch_indices", "ppo_update", "train_ppo"]
 
 
 def gae_masks(terminated: ArrayLike, truncated: ArrayLike) -> tuple[ArrayLike, ArrayLike]:
@@ -236,7 +235,7 @@ def ppo_update(
 def train_ppo(config: PPOConfig) -> dict[str, Any]:
     """Train PPO on CartPole with this package's functions; see :func:`kata.rl.ppo.run_ppo` for the result.
 
-    ``config`` comes from :func:`profile_config` (``dataclasses.replace`` changes any field). The result has
+    ``config`` comes from :func:`kata.rl.ppo.profile_config` (``dataclasses.replace`` changes any field). The result has
     ``final_evaluation_mean``, ``final_evaluation_std``, ``history`` (per update: ``update``,
     ``environment_steps``, ``approx_kl``, ``active_clip_fraction``, ``ratio_outside_fraction``, ``entropy``, the
     losses, ``explained_variance``, ``evaluation_mean`` where evaluated) and ``wall_time``.

@@ -31,9 +31,7 @@ from kata.arrays import (
     to_numpy,
 )
 from kata.rl.rloo import IterationResult, run_rloo
-from kata.rl.rloo import sequence_profile_config as sequence_profile_config
 from kata.rl.sequence_task import EOS_ID, MAX_NEW_TOKENS, PAD_ID, evaluate_policy
-from kata.rl.sequence_task import decode_sequence as decode_sequence
 from kata.concepts.stub import not_implemented
 
 from .baselines import rloo_advantages
@@ -235,7 +233,7 @@ def rloo_iteration(
 
 def train_tiny_sequence_policy(seed: int, **config: Any) -> dict[str, Any]:
     """Train the tiny sequence policy with this package's sampler and iteration (keyword arguments: see
-    :func:`sequence_profile_config` and :func:`kata.rl.rloo.run_rloo`)."""
+    :func:`kata.rl.rloo.sequence_profile_config` and :func:`kata.rl.rloo.run_rloo`)."""
     return run_rloo(seed, sample_responses=sample_responses, rloo_iteration=rloo_iteration, **config)
 
 

@@ -14,11 +14,9 @@ Each package imports only the packages listed after it here; ``lint-imports`` (p
 here ever imports ``solutions`` on behalf of ``exercises``.
 
 Here: :data:`PROFILES`, the sizes of a training run, and :func:`export_concepts`, the package-level names of
-``exercises``, ``solutions`` and any folder laid out like them. A package's ``__init__`` calls it: its public names
-are each concept's ``exports`` in course.toml, each imported from its concept module only when first asked for, so a
-student whose ``gae.py`` does not import still gets ``from exercises import rloo_advantages`` and the tests of every
-other concept still run. The names are read from the data file itself, without the course manifest
-(kata.concepts.manifest, which checks the same file whole).
+``exercises``, ``solutions`` and any folder laid out like them: course.toml's concepts' ``exports`` and the frame's
+``frame_exports``, each imported only when first asked for, so a student whose ``gae.py`` does not import still gets
+``from exercises import rloo_advantages``. They are read from the data file itself, not the course manifest.
 """
 
 from __future__ import annotations
@@ -33,12 +31,14 @@ PROFILES: tuple[str, ...] = ("smoke", "full")  # the sizes of a training run: a 
 
 
 def export_map() -> dict[str, str]:
-    """Public name -> concept module name, for every concept of course.toml."""
+    """Public name -> the module that defines it: ``.<concept>`` (relative to the package) for each concept's
+    exports, the module of kata/ for the frame's (course.toml's ``frame_exports``)."""
     import tomllib
 
     with open(COURSE_FILE, "rb") as stream:
-        concepts = tomllib.load(stream)["concepts"]
-    return {public: concept["name"] for concept in concepts for public in concept["exports"]}
+        data = tomllib.load(stream)
+    concepts = {public: f".{concept['name']}" for concept in data["concepts"] for public in concept["exports"]}
+    return {**concepts, **data.get("frame_exports", {})}
 
 
 def export_concepts(package_name: str) -> tuple[list[str], Callable[[str], Any], Callable[[], list[str]]]:
@@ -47,7 +47,7 @@ def export_concepts(package_name: str) -> tuple[list[str], Callable[[str], Any],
 
     def __getattr__(name: str) -> Any:
         if name in where:
-            return getattr(importlib.import_module(f"{package_name}.{where[name]}"), name)
+            return getattr(importlib.import_module(where[name], package_name), name)
         raise AttributeError(f"module {package_name!r} has no attribute {name!r}")
 
     def __dir__() -> list[str]:

@@ -40,7 +40,7 @@ from kata.rl.cartpole import action_log_probs
 # BEGIN STUB
 # from kata.rl.cartpole import action_log_probs  # noqa: F401 - for your update
 # END STUB
-from kata.rl.ppo import PPOConfig, RolloutBatch, aggregate_training_runs, profile_config, run_ppo
+from kata.rl.ppo import PPOConfig, RolloutBatch, run_ppo
 # BEGIN STUB
 # from kata.concepts.stub import not_implemented
 # END STUB
@@ -66,8 +66,7 @@ from .reinforce import categorical_entropy
 # from .reinforce import categorical_entropy  # noqa: F401 - for the update
 # END STUB
 
-__all__ = ["gae_masks", "bootstrap_values", "minibatch_indices", "ppo_update", "profile_config", "train_ppo",
-           "aggregate_training_runs"]
+__all__ = ["gae_masks", "bootstrap_values", "minibatch_indices", "ppo_update", "train_ppo"]
 
 
 def gae_masks(terminated: ArrayLike, truncated: ArrayLike) -> tuple[ArrayLike, ArrayLike]:
@@ -348,7 +347,7 @@ def _clipped_step(optimizer: Optimizer, parameters: list[torch.Tensor], loss: to
 def train_ppo(config: PPOConfig) -> dict[str, Any]:
     """Train PPO on CartPole with this package's functions; see :func:`kata.rl.ppo.run_ppo` for the result.
 
-    ``config`` comes from :func:`profile_config` (``dataclasses.replace`` changes any field). The result has
+    ``config`` comes from :func:`kata.rl.ppo.profile_config` (``dataclasses.replace`` changes any field). The result has
     ``final_evaluation_mean``, ``final_evaluation_std``, ``history`` (per update: ``update``,
     ``environment_steps``, ``approx_kl``, ``active_clip_fraction``, ``ratio_outside_fraction``, ``entropy``, the
     losses, ``explained_variance``, ``evaluation_mean`` where evaluated) and ``wall_time``.

@@ -845,5 +845,5 @@ def test_the_smoke_profile_solves_cartpole(impl, seed):
 # ---- clauses no test holds, and why ----
 # ppo_update "from minibatch_indices": any uniform per-epoch permutation of the batch is as valid; what is held is
 #   its effect (every sample once per epoch, a fresh order each epoch, the generator alone fixing it).
-# train_ppo, profile_config, aggregate_training_runs: the frame's (kata/rl/ppo.py); train_ppo is held by the seed
-#   and smoke tests, through the concept's functions it hands to the frame.
+# train_ppo: it hands the concept's functions to the frame's loop (kata/rl/ppo.py); held by the seed and smoke
+#   tests, through those functions.

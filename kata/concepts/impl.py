@@ -25,7 +25,7 @@ import types
 from pathlib import Path
 from typing import Any
 
-from kata.concepts.manifest import CONCEPTS, concept, concept_of_export
+from kata.concepts.manifest import CONCEPTS, FRAME_EXPORTS, concept, concept_of_export
 from kata.concepts.patches import apply
 
 ENVIRONMENT_VARIABLE = "KATA_IMPL"
@@ -76,6 +76,8 @@ class Implementation:
     def __getattr__(self, name: str) -> Any:
         if name.startswith("__"):
             raise AttributeError(name)
+        if name in FRAME_EXPORTS:  # the frame's, the same for every implementation
+            return getattr(importlib.import_module(FRAME_EXPORTS[name]), name)
         try:
             owner = concept_of_export(name)
         except KeyError:

@@ -98,7 +98,14 @@ def load_course(path: Path = COURSE_FILE) -> tuple[Concept, ...]:
     return tuple(concepts)
 
 
+def load_frame_exports(path: Path = COURSE_FILE) -> dict[str, str]:
+    """The frame's public names that every package exports, each with the module of kata/ that defines it."""
+    with open(path, "rb") as stream:
+        return dict(tomllib.load(stream).get("frame_exports", {}))
+
+
 CONCEPTS: tuple[Concept, ...] = load_course()
+FRAME_EXPORTS: dict[str, str] = load_frame_exports()
 CONCEPTS_BY_NAME: dict[str, Concept] = {concept.name: concept for concept in CONCEPTS}
 MAX_POINTS: float = float(sum(concept.points for concept in CONCEPTS))
 

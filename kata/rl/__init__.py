@@ -2,7 +2,8 @@
 
     cartpole.py       CartPole-v1 written out: N self-resetting environments with Gymnasium's API, and the actor and
                       critic that play it
-    ppo.py            the PPO loop top to bottom, its configuration and profiles, and the runs' aggregation
+    ppo.py            the PPO loop top to bottom, its configuration and profiles
+    runs.py           reading training runs: evaluation curves, their median and quartiles
     rloo.py           the RLOO loop: profiles, what an iteration reports, the loop
     sequence_task.py  the tiny sequence task: vocabulary, prompts, verifier, the GRU policy, its evaluation
 

@@ -24,7 +24,8 @@ from typing import Any
 
 import numpy as np
 
-from kata.rl.ppo import evaluation_curve, profile_config
+from kata.rl.ppo import profile_config
+from kata.rl.runs import evaluation_curve
 from kata.rl.rloo import sequence_profile_config
 
 RETRY_SEED_OFFSET = 100_000  # retries run seed + 100,000 and seed + 200,000: far from every tuning or held-out seed

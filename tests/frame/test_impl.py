@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import inspect
 import os
 import shutil
@@ -12,9 +13,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from kata.concepts import impl as implementations
-from kata.concepts.manifest import CONCEPTS, MAX_POINTS, concept
 from kata import export_map
+from kata.concepts import impl as implementations
+from kata.concepts.manifest import CONCEPTS, FRAME_EXPORTS, MAX_POINTS, concept
 from kata.lab.plan import GAE_EXPECTED, gae_example_arrays
 
 pytestmark = pytest.mark.frame
@@ -198,9 +199,14 @@ def test_the_course_data_numbers_and_totals_are_derived():
         assert len(c.hints) >= 3, f"{c.name}: hints go from a nudge to nearly the answer"
         assert c.mistakes, f"{c.name}: list the mistakes its tests catch"
         assert (ROOT / "tests" / f"test_{c.name}.py").is_file(), f"{c.name}: its tests are tests/test_{c.name}.py"
-    assert len(export_map()) == sum(len(c.exports) for c in CONCEPTS), "a public name belongs to one concept"
-    assert export_map() == {name: c.name for c in CONCEPTS for name in c.exports}, (
-        "the packages export what the manifest lists, each name from its concept's module")
+    concept_exports = [name for c in CONCEPTS for name in c.exports]
+    assert len(set(concept_exports)) == len(concept_exports), "a public name belongs to one concept"
+    assert not set(concept_exports) & set(FRAME_EXPORTS), "a public name is a concept's or the frame's, not both"
+    assert export_map() == {**{name: f".{c.name}" for c in CONCEPTS for name in c.exports}, **FRAME_EXPORTS}, (
+        "the packages export what the manifest lists, each name from its concept's module or the frame's")
+    for name, module in FRAME_EXPORTS.items():
+        assert module.startswith("kata.") and callable(getattr(importlib.import_module(module), name, None)), (
+            f"course.toml's frame_exports: {module} defines {name}")
 
 
 def test_the_course_data_says_what_is_malformed(tmp_path):

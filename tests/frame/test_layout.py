@@ -81,7 +81,7 @@ def test_every_assertion_of_the_tests_carries_a_message():
 # checks included, and the package that exports them (5 files, written by the student), kata/__init__.py (the
 # package map and the exports), kata/arrays.py, and kata/rl's __init__ (the optimizer), environment with its networks,
 # and loop. These are the counts to keep or lower.
-READING_PATH_LIMITS = {"ppo_cartpole": (10, 1913), "rloo_loop": (11, 2097)}  # files, lines
+READING_PATH_LIMITS = {"ppo_cartpole": (10, 1867), "rloo_loop": (11, 2096)}  # files, lines
 TOP_LEVEL = ("kata", "solutions", "exercises")
 
 

@@ -1,5 +1,5 @@
 """The PPO loop's frame (kata/rl/ppo.py, the networks of kata/rl/cartpole.py): configuration, rollout storage,
-greedy evaluation, progress reports, aggregation."""
+greedy evaluation, progress reports, and the runs' aggregation (kata/rl/runs.py)."""
 
 from __future__ import annotations
 
@@ -15,11 +15,11 @@ from kata.rl.ppo import (
     HISTORY_KEYS,
     UPDATE_DIAGNOSTICS,
     PPOConfig,
-    aggregate_training_runs,
     evaluate_greedy,
     profile_config,
     run_ppo,
 )
+from kata.rl.runs import aggregate_training_runs
 from kata.testing.training import late_evaluation_minimum
 
 pytestmark = pytest.mark.frame

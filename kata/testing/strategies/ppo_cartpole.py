@@ -105,8 +105,4 @@ PROBES = (
     Probes("minibatch_indices", _minibatch_cases, "minibatch_partition"),
     Probes("ppo_update", _update_cases, "updated_networks", training=True),
 )
-UNPROBED = {
-    "profile_config": "the frame's configuration, not the student's code",
-    "train_ppo": "trains an agent for minutes; its parts are probed instead",
-    "aggregate_training_runs": "the frame's summary of training runs",
-}
+UNPROBED = {"train_ppo": "trains an agent for minutes; its parts are probed instead"}

@@ -244,8 +244,6 @@ PROBES = (
            "iterated_policy", training=True),
 )
 UNPROBED = {
-    "sequence_profile_config": "the frame's configuration, not the student's code",
     "train_tiny_sequence_policy": "trains a policy; its parts are probed instead",
     "evaluate_sequence_policy": "evaluates a trained policy by sampling; sample_responses is probed instead",
-    "decode_sequence": "the frame's decoder, re-exported",
 }
