@@ -10,9 +10,9 @@ the new policy from exploiting that reweighting too far, the objective takes, pe
 
 Where the clipped branch is the smaller one and differs from the unclipped (A > 0 with r > 1 + ε, or A < 0 with
 r < 1 - ε), it is a constant: the sample's gradient is exactly zero. The value function gets the same treatment
-around its old prediction, and an entropy bonus keeps the policy from collapsing early. The diagnostics say how far
-one update moved the policy: a non-negative KL estimate, the fraction of samples whose clip binds, and the fraction
-whose ratio left ``[1 - ε, 1 + ε]`` at all.
+around its old prediction, and an entropy bonus (:func:`categorical_entropy` of the policy's logits) keeps the
+policy from collapsing early. The diagnostics say how far one update moved the policy: a non-negative KL estimate,
+the fraction of samples whose clip binds, and the fraction whose ratio left ``[1 - ε, 1 + ε]`` at all.
 
 Every function accepts NumPy arrays or torch tensors, in any mixture. A result is a tensor if any array argument
 is a tensor (autograd kept for the losses), else NumPy; a scalar result is 0-d. The terms, the losses and the KL
@@ -124,6 +124,47 @@ def clipped_value_loss(
     # new, old, target: floating tensors of one shape and dtype; epsilon: a float > 0. Around which value is the
     # prediction clipped? Which of the two squared errors is kept?
     raise not_implemented("clipped_value_loss")
+
+
+def categorical_entropy(logits: ArrayLike) -> ArrayLike:
+    """Entropy ``H = -Σ_k p_k log p_k`` of the categorical ``p = softmax(logits)`` over the last axis.
+
+    Computed from ``log_softmax`` (never ``log(softmax)``), with the log-probability made finite before it is
+    multiplied by p, so that the entropy and its gradient stay finite for logits of any size: an action whose
+    probability is 0 (underflowed, or a logit of -inf: an action that cannot be taken) contributes exactly 0.
+
+    Args:
+        logits: ``[..., K]`` floating (float32 or float64) unnormalised log-probabilities, any finite size up to
+            the dtype's limits; -inf anywhere (an action that cannot be taken), but no NaN or +inf, and at least
+            one finite logit per row.
+
+    Returns:
+        ``logits.shape[:-1]`` entropies in ``[0, log K]``, the same kind of array and dtype as ``logits``
+        (autograd kept: the gradient ``-p_j (log p_j + H)``, exactly 0 at a logit of -inf).
+
+    Raises:
+        ValueError: no last axis, an empty action axis, NaN or +inf, or a row with every logit -inf.
+
+    Example:
+        >>> import numpy as np
+        >>> categorical_entropy(np.array([[0.0, 0.0], [0.0, -1e9]]))
+        array([0.69314718, 0.        ])
+    """
+    logits_t = as_float_tensor(logits, "logits")
+    if logits_t.ndim < 1 or logits_t.shape[-1] < 1:
+        raise ValueError(f"logits must have a last axis of K >= 1 actions; got shape {tuple(logits_t.shape)}")
+    plain = logits_t.detach()
+    # One reduction on the common path (every logit finite): the training loops call this every minibatch.
+    if not bool(torch.isfinite(plain).all()):
+        if torch.isnan(plain).any() or (plain == float("inf")).any():
+            raise ValueError(
+                "logits must not hold NaN or +inf (use -inf, or a large negative number, to mask an action)"
+            )
+        if not torch.isfinite(plain).any(dim=-1).all():
+            raise ValueError("logits must have at least one finite logit per distribution; got a row of -inf only")
+    # logits_t: [..., K] floats. Work with log-probabilities from a numerically stable function, and make sure an
+    # action of probability 0 adds exactly 0 (not NaN). Return like_inputs(entropy, logits).
+    raise not_implemented("categorical_entropy")
 
 
 def ppo_loss(

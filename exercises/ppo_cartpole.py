@@ -41,13 +41,13 @@ from kata.concepts.stub import not_implemented
 from .clipped_surrogate import (  # noqa: F401 - your concept 4 functions, for the update
     active_clip_fraction,
     approximate_kl,
+    categorical_entropy,
     clipped_policy_loss,
     clipped_value_loss,
     ppo_loss,
     ratio_outside_fraction,
 )
 from .gae import gae_advantages
-from .reinforce import categorical_entropy  # noqa: F401 - for the update
 
 __all__ = ["gae_masks", "bootstrap_values", "minibatch_indices", "ppo_update", "train_ppo"]
 
@@ -228,7 +228,7 @@ def ppo_update(
     # All parameters the optimizer steps (for the gradient-norm clip):
     #     parameters = [p for group in optimizer.param_groups for p in group["params"]]
     # log pi(a|s) of the batch's actions: action_log_probs(actor(observations), actions). The losses and
-    # diagnostics come from this package's clipped_surrogate module, the entropy from its reinforce module.
+    # diagnostics, and the entropy, come from this package's clipped_surrogate module.
     raise not_implemented("ppo_update")
 
 

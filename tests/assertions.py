@@ -11,6 +11,9 @@ import torch
 from kata.concepts.manifest import catalogued_mistake
 
 
+PRECISION = {np.float32: 1e-5, np.float64: 1e-9}  # rtol a result in that dtype meets (float32: a few ulps of sums)
+
+
 def dtype_of(value) -> np.dtype | None:
     """The floating dtype of ``value`` (NumPy or torch), None for anything else (a Python float, an int array)."""
     if isinstance(value, torch.Tensor):

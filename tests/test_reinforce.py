@@ -8,20 +8,15 @@ weighted by their probabilities.
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 import pytest
 import torch
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from tests.assertions import assert_differentiable, close, dtype_of, gradient, mistake, plain
+from tests.assertions import PRECISION, assert_differentiable, close, dtype_of, gradient, mistake, plain
 from kata.testing.strategies import containers, float_dtypes, floats
 from kata.testing.strategies.reinforce import (
-    limit_logits,
-    logits_arrays,
-    masked_logits,
     reward_streams,
     softmax_policies,
     surrogate_batches,
@@ -53,9 +48,6 @@ def analytic_policy_gradient(logits, rewards):
 
 
 # ---- the surrogate loss ----------------------------------------------------------------------------------------
-
-PRECISION = {np.float32: 1e-5, np.float64: 1e-9}  # rtol a result in that dtype meets (float32: a few ulps of sums)
-
 
 def surrogate_readings(products: np.ndarray) -> dict[str, object]:
     return {mistake("reinforce/loss_sign_flipped"): np.mean(products),
@@ -332,127 +324,6 @@ def test_reward_to_go_is_the_rewards_kind_and_dtype_with_autograd(impl, stream, 
           readings={"w_s, " + mistake("reinforce/reward_to_go_carry_detached"): weights})
 
 
-# ---- entropy ---------------------------------------------------------------------------------------------------
-
-
-def explicit_entropy(logits):
-    """-Σ p log p over the last axis in float64, an action of probability 0 (a logit of -inf) adding 0."""
-    logits = np.asarray(logits, dtype=np.float64)
-    shifted = logits - logits.max(axis=-1, keepdims=True)
-    log_p = shifted - np.log(np.exp(shifted).sum(axis=-1, keepdims=True))
-    return -(np.exp(log_p) * np.where(np.isneginf(log_p), 0.0, log_p)).sum(axis=-1)
-
-
-def explicit_entropy_gradient(logits):
-    """∂H/∂z_j = -p_j (log p_j + H); 0 where p_j = 0."""
-    logits = np.asarray(logits, dtype=np.float64)
-    shifted = logits - logits.max(axis=-1, keepdims=True)
-    log_p = shifted - np.log(np.exp(shifted).sum(axis=-1, keepdims=True))
-    p = np.exp(log_p)
-    return -p * (np.where(p > 0, log_p, 0.0) + explicit_entropy(logits)[..., None])
-
-
-# What a NaN or infinite entropy means, true for every route that got there: the message never names one route.
-ZERO_TIMES_MINUS_INF = (
-    "an action of probability 0 must add exactly 0, and that takes a finite log-probability before the product "
-    "p · log p: log p is -inf wherever p is 0, whether it comes from log(softmax(z)) or from log_softmax(z) (a logit "
-    "of -inf, or two logits so far apart that their difference overflows), and 0 · -inf is NaN, in the value or "
-    "in the gradient")
-
-
-@given(logits=logits_arrays(), shift=floats(-50.0, 50.0))
-def test_entropy_of_the_softmax_over_the_last_axis(impl, logits, shift):
-    entropy = impl.categorical_entropy(logits)
-    assert isinstance(entropy, np.ndarray), f"NumPy in must give NumPy out; got {type(entropy).__name__}"
-    assert entropy.shape == logits.shape[:-1], (
-        f"one entropy per distribution: logits of shape {logits.shape} give {logits.shape[:-1]}, the last axis "
-        f"summed away; got {entropy.shape}")
-    with np.errstate(all="ignore"):
-        readings = {mistake("reinforce/entropy_of_probabilities_not_logits"): -(logits * np.log(logits)).sum(axis=-1)}
-        if logits.ndim >= 2:
-            across = logits - np.logaddexp.reduce(logits, axis=0, keepdims=True)
-            readings[mistake("reinforce/entropy_over_wrong_axis")] = -(np.exp(across) * across).sum(axis=-1)
-    close(entropy, explicit_entropy(logits), "entropy must be -Σ p log p with p = softmax(logits) over the last axis",
-          rtol=1e-9, readings=readings)
-    assert np.all(entropy >= 0.0) and np.all(entropy <= math.log(logits.shape[-1]) + 1e-12), (
-        f"a categorical entropy lies in [0, log K] = [0, {math.log(logits.shape[-1]):.6g}]; got {plain(entropy)}"
-    )
-    close(impl.categorical_entropy(logits + shift), entropy,
-          "softmax ignores a constant added to every logit, so the entropy must too", rtol=1e-8)
-
-
-@given(logits=logits_arrays(-10.0, 10.0), dtype=float_dtypes, as_tensor=st.booleans())
-def test_entropy_keeps_the_logits_kind_and_dtype_and_its_gradient(impl, logits, dtype, as_tensor):
-    array = logits.astype(dtype)
-    given_in = torch.tensor(array, requires_grad=True) if as_tensor else array
-    entropy = impl.categorical_entropy(given_in)
-    kind = "a tensor" if as_tensor else "NumPy"
-    assert isinstance(entropy, torch.Tensor if as_tensor else np.ndarray), (
-        f"{kind} logits must give {kind} entropies; got {type(entropy).__name__}")
-    assert dtype_of(entropy) == np.dtype(dtype), (
-        f"{np.dtype(dtype)} logits must give {np.dtype(dtype)} entropies; got {dtype_of(entropy)}")
-    close(entropy, explicit_entropy(array), f"entropy of {np.dtype(dtype)} {kind} logits is -Σ p log p",
-          rtol=PRECISION[dtype], expected_dtype=dtype)
-    if not as_tensor:
-        return
-    assert_differentiable(entropy, "the entropy of tensor logits", "logits")
-    weights = np.random.default_rng(logits.size).uniform(-2.0, 2.0, entropy.shape)
-    (entropy * torch.as_tensor(weights, dtype=entropy.dtype)).sum().backward()
-    expected = explicit_entropy_gradient(array) * weights[..., None]
-    close(gradient(given_in, "logits"), expected,
-          "∂H/∂z_j must be -p_j (log p_j + H): the gradient flows through both p and log p",
-          rtol=10 * PRECISION[dtype], expected_dtype=dtype)
-
-
-@given(logits=masked_logits())
-def test_an_action_of_probability_zero_adds_exactly_zero(impl, logits):
-    tensor = torch.tensor(logits, requires_grad=True)
-    entropy = impl.categorical_entropy(tensor)
-    expected = explicit_entropy(logits)
-    assert isinstance(entropy, torch.Tensor) and torch.isfinite(entropy).all(), (
-        f"the entropy is {plain(entropy)} for the logits {plain(logits)} (-inf: an action that cannot be taken): "
-        f"expected {plain(expected)}, the entropy of the other actions; {ZERO_TIMES_MINUS_INF}")
-    close(entropy.detach().numpy(), expected,
-          "a logit of -inf is an action of probability 0: it adds exactly 0, so the entropy is that of the other "
-          "actions")
-    assert_differentiable(entropy, "the entropy of tensor logits", "logits")
-    entropy.sum().backward()
-    found = tensor.grad
-    assert found is not None and torch.isfinite(found).all(), (
-        f"the entropy's gradient is {plain(found)} for the logits {plain(logits)}: it must be finite, 0 at a logit "
-        f"of -inf; {ZERO_TIMES_MINUS_INF}")
-    close(found.numpy(), explicit_entropy_gradient(logits),
-          "the gradient of the entropy is -p_j (log p_j + H), exactly 0 at a logit of -inf", rtol=1e-8)
-
-
-@given(dtype=float_dtypes, data=st.data())
-def test_entropy_stays_finite_for_logits_near_the_dtype_limits(impl, dtype, data):
-    rows, actions = data.draw(st.integers(1, 3), label="rows"), data.draw(st.integers(1, 5), label="actions")
-    logits = np.array(data.draw(st.lists(st.lists(st.sampled_from(limit_logits(dtype)), min_size=actions,
-                                                  max_size=actions), min_size=rows, max_size=rows),
-                                label="logits"), dtype=dtype)
-    tensor = torch.tensor(logits, requires_grad=True)
-    entropy = impl.categorical_entropy(tensor)
-    assert isinstance(entropy, torch.Tensor) and torch.isfinite(entropy).all(), (
-        f"the entropy is {plain(entropy)} for the finite {np.dtype(dtype)} logits {plain(logits)}: it must be "
-        f"finite for logits of any size; {ZERO_TIMES_MINUS_INF}")
-    slack = 4 * float(np.finfo(dtype).eps) * max(1.0, math.log(actions))
-    values = entropy.detach().numpy()
-    assert np.all(values >= -slack) and np.all(values <= math.log(actions) + slack), (
-        f"a categorical entropy lies in [0, log K] = [0, {math.log(actions):.6g}]; got {plain(values)} for the "
-        f"logits {plain(logits)}")
-    assert_differentiable(entropy, "the entropy of tensor logits", "logits")
-    entropy.sum().backward()
-    assert tensor.grad is not None and torch.isfinite(tensor.grad).all(), (
-        f"the entropy's gradient is {plain(tensor.grad)} for the finite {np.dtype(dtype)} logits {plain(logits)}: "
-        f"it must stay finite; {ZERO_TIMES_MINUS_INF}")
-
-
-def test_entropy_of_uniform_and_of_certain_policies(impl):
-    close(impl.categorical_entropy(np.zeros((2, 4))), [math.log(4)] * 2, "equal logits: the entropy is log K")
-    close(impl.categorical_entropy(np.array([0.0, -1e4, -1e4])), 0.0, "a near-certain policy has entropy ~0")
-
-
 # ---- bad input -------------------------------------------------------------------------------------------------
 
 
@@ -484,25 +355,8 @@ def test_bad_input_is_a_clear_error(impl):
         with pytest.raises(ValueError, match=message):
             impl.discounted_reward_to_go(**{**good, **change})
 
-    impl.categorical_entropy(np.zeros(3))
-    for bad, message in [
-        (np.array(1.0), r"^logits must have a last axis"),
-        (np.zeros((2, 0)), r"^logits must have a last axis"),
-        (np.array([0.0, np.nan]), r"^logits must not hold NaN or \+inf"),
-        (np.array([0.0, np.inf]), r"^logits must not hold NaN or \+inf"),
-        (np.array([-np.inf, -np.inf]), r"^logits must have at least one finite logit per distribution"),
-        (np.array([[0.0, 1.0], [-np.inf, -np.inf]]), r"^logits must have at least one finite logit per distribution"),
-        (np.array(["a", "b"]), r"^logits must be an array of numbers"),
-    ]:
-        with pytest.raises(ValueError, match=message):
-            impl.categorical_entropy(bad)
-
 
 # ---- clauses no test holds, and why ----
-# categorical_entropy, "computed from log_softmax (never log(softmax))": how, not what; held only through what it
-#   implies (finite values and gradients at p = 0), which other routes (torch.distributions, a where) also give.
-# categorical_entropy, the value at logits near the dtype's limits: torch.distributions' logsumexp route loses a
-#   tie's log 2 there (0 for [1e308, 1e308]) and is a valid variant; only finiteness and [0, log K] are held there.
 # reinforce_surrogate_loss, "whatever computed them" is never trained: held for a critic parameter and for θ
 #   itself; no test can reach every graph a caller may build.
 

@@ -77,11 +77,11 @@ def test_every_assertion_of_the_tests_carries_a_message():
 # ---- the loops read in one sitting ---------------------------------------------------------------------------------
 
 # What reading a loop takes, counted honestly: every module of this repository that importing the solution runs,
-# its own concept modules and each package's __init__.py included. PPO's 10: its four concept modules, their argument
-# checks included, and the package that exports them (5 files, written by the student), kata/__init__.py (the
-# package map and the exports), kata/arrays.py, and kata/rl's __init__ (the optimizer), environment with its networks,
-# and loop. These are the counts to keep or lower.
-READING_PATH_LIMITS = {"ppo_cartpole": (10, 1867), "rloo_loop": (11, 2096)}  # files, lines
+# its own concept modules and each package's __init__.py included. PPO's 9: its three concept modules (gae,
+# clipped_surrogate with the entropy, ppo_cartpole) and the package that exports them (4 files, written by the
+# student), kata/__init__.py (the package map and the exports), kata/arrays.py, and kata/rl's __init__ (the optimizer),
+# environment with its networks, and loop. These are the counts to keep or lower.
+READING_PATH_LIMITS = {"ppo_cartpole": (9, 1746), "rloo_loop": (11, 2147)}  # files, lines
 TOP_LEVEL = ("kata", "solutions", "exercises")
 
 

@@ -1,6 +1,6 @@
 """4. clipped_surrogate: the strategies its tests draw from, and its probes (drawn batches, ratios at the clip
-range's ends and beyond, log-probabilities where exp underflows; the PPO loss's terms, which its tests build
-inline)."""
+range's ends and beyond, log-probabilities where exp underflows, logits whose probabilities underflow; the PPO loss's
+terms, which its tests build inline)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 from kata.testing.drawing import drawn
-from kata.testing.strategies import Probes, clip_epsilons, float_arrays, floats, sample_shapes
+from kata.testing.strategies import Probes, bool_arrays, clip_epsilons, float_arrays, floats, sample_shapes
 
 # ---- strategies ---------------------------------------------------------------------------------------------------
 
@@ -65,6 +65,29 @@ def categorical_pairs(draw, max_actions: int = 6) -> tuple[np.ndarray, np.ndarra
     return draw(float_arrays((actions,), -3.0, 3.0)), draw(float_arrays((actions,), -3.0, 3.0))
 
 
+@st.composite
+def logits_arrays(draw, low: float = -20.0, high: float = 20.0, max_dims: int = 3) -> np.ndarray:
+    """Logits [..., K]: 1 to ``max_dims`` axes, K from 1 to 5 actions, values in [low, high]."""
+    shape = draw(hnp.array_shapes(min_dims=1, max_dims=max_dims, min_side=1, max_side=5))
+    return draw(float_arrays(shape, low, high))
+
+
+def limit_logits(dtype) -> list[float]:
+    """Finite logits near ``dtype``'s limits (a difference of two overflows: log_softmax gives -inf) and between."""
+    top = float(np.finfo(dtype).max)
+    return [top, -top, top / 2, -top / 2, 1e4, -1e4, 0.0, 1.0]
+
+
+@st.composite
+def masked_logits(draw) -> np.ndarray:
+    """Logits [..., K] in [-20, 20] with -inf (an action that cannot be taken) at drawn positions, every row keeping
+    at least one finite logit."""
+    logits = draw(logits_arrays(max_dims=2))
+    masked = draw(bool_arrays(logits.shape))
+    masked[..., draw(st.integers(0, logits.shape[-1] - 1))] = False
+    return np.where(masked, -np.inf, logits)
+
+
 ppo_loss_cases = st.fixed_dictionaries(
     dict(policy_loss=floats(-10.0, 10.0), value_loss=floats(0.0, 10.0), entropy=entropy_batches(),
          value_coefficient=floats(0.0, 2.0), entropy_coefficient=floats(0.001, 0.1))
@@ -98,6 +121,19 @@ def _clip_boundaries() -> list[Any]:
     return cases
 
 
+def _huge_logits() -> list[Any]:
+    """Probabilities that underflow to exactly 0 in float64, with rows and actions of different counts; logits of
+    -inf (an action that cannot be taken); finite logits whose difference overflows (no ties at the top, where a
+    valid logsumexp route loses a tie's log 2)."""
+    top = float(np.finfo(np.float64).max)
+    return [dict(logits=np.array([1000.0, 0.0])),
+            dict(logits=np.array([[1e4, -1e4, 0.0], [0.0, 1.0, 2.0]])),
+            dict(logits=np.array([[-800.0, 0.0, 3.0, 1.0]])),
+            dict(logits=np.array([[0.0, 1.0, -np.inf], [-np.inf, 2.0, 2.0]])),
+            dict(logits=np.array([0.5, -np.inf, -1.0, 0.0])),
+            dict(logits=np.array([top, -top, 0.0]))]
+
+
 def _pick(*keys: str) -> Callable[[dict], dict]:
     return lambda case: {key: case[key] for key in keys}
 
@@ -106,6 +142,9 @@ PROBES = (
     Probes("clipped_surrogate_terms", _surrogate_cases, "result_containers", gradients=SURROGATE_ARRAYS),
     Probes("clipped_policy_loss", drawn(ppo_batches, "ppo_batches"), gradients=SURROGATE_ARRAYS),
     Probes("clipped_value_loss", drawn(value_batches, "value_batches")),
+    Probes("categorical_entropy",
+           drawn(logits_arrays, "logits_arrays", build=lambda logits: dict(logits=logits), extra=_huge_logits),
+           gradients=("logits",)),
     Probes("ppo_loss", drawn(ppo_loss_cases, "ppo_loss_cases")),
     Probes("approximate_kl", drawn(ppo_batches, "ppo_batches", build=_pick("new_log_probs", "old_log_probs")),
            gradients=("new_log_probs", "old_log_probs")),

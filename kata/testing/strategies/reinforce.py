@@ -1,9 +1,7 @@
 """1. reinforce: the strategies its tests draw from, and its probes (what `kata diagnose` runs each public
-function on: cases drawn from those strategies with a fixed seed, and logits whose probabilities underflow)."""
+function on: cases drawn from those strategies with a fixed seed)."""
 
 from __future__ import annotations
-
-from typing import Any
 
 import numpy as np
 from hypothesis import strategies as st
@@ -64,50 +62,11 @@ def reward_streams(
         gamma=draw(st.one_of(st.just(1.0), st.just(0.0), unit_interval)),
     )
 
-
-@st.composite
-def logits_arrays(draw, low: float = -20.0, high: float = 20.0, max_dims: int = 3) -> np.ndarray:
-    """Logits [..., K]: 1 to ``max_dims`` axes, K from 1 to 5 actions, values in [low, high]."""
-    shape = draw(hnp.array_shapes(min_dims=1, max_dims=max_dims, min_side=1, max_side=5))
-    return draw(float_arrays(shape, low, high))
-
-
-def limit_logits(dtype) -> list[float]:
-    """Finite logits near ``dtype``'s limits (a difference of two overflows: log_softmax gives -inf) and between."""
-    top = float(np.finfo(dtype).max)
-    return [top, -top, top / 2, -top / 2, 1e4, -1e4, 0.0, 1.0]
-
-
-@st.composite
-def masked_logits(draw) -> np.ndarray:
-    """Logits [..., K] in [-20, 20] with -inf (an action that cannot be taken) at drawn positions, every row keeping
-    at least one finite logit."""
-    logits = draw(logits_arrays(max_dims=2))
-    masked = draw(bool_arrays(logits.shape))
-    masked[..., draw(st.integers(0, logits.shape[-1] - 1))] = False
-    return np.where(masked, -np.inf, logits)
-
 # ---- probes -------------------------------------------------------------------------------------------------------
-
-def _huge_logits() -> list[Any]:
-    """Probabilities that underflow to exactly 0 in float64, with rows and actions of different counts; logits of
-    -inf (an action that cannot be taken); finite logits whose difference overflows (no ties at the top, where a
-    valid logsumexp route loses a tie's log 2)."""
-    top = float(np.finfo(np.float64).max)
-    return [dict(logits=np.array([1000.0, 0.0])),
-            dict(logits=np.array([[1e4, -1e4, 0.0], [0.0, 1.0, 2.0]])),
-            dict(logits=np.array([[-800.0, 0.0, 3.0, 1.0]])),
-            dict(logits=np.array([[0.0, 1.0, -np.inf], [-np.inf, 2.0, 2.0]])),
-            dict(logits=np.array([0.5, -np.inf, -1.0, 0.0])),
-            dict(logits=np.array([top, -top, 0.0]))]
-
 
 PROBES = (
     Probes("reinforce_surrogate_loss", drawn(surrogate_batches, "surrogate_batches"), "one_tensor_at_a_time",
            gradients=("log_probs", "advantages")),
     Probes("discounted_reward_to_go", drawn(reward_streams, "reward_streams"), gradients=("rewards",)),
-    Probes("categorical_entropy",
-           drawn(logits_arrays, "logits_arrays", build=lambda logits: dict(logits=logits), extra=_huge_logits),
-           gradients=("logits",)),
 )
 UNPROBED: dict[str, str] = {}
