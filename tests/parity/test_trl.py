@@ -1,4 +1,4 @@
-"""The reference against TRL 1.16.0 (GUIDE.md §1, §6, §7 and §8): ``selective_log_softmax``,
+"""The reference against TRL 1.16.0 (GUIDE.md §4, §6, §7 and §8): ``selective_log_softmax``,
 ``entropy_from_logits``, the GRPO loss for each ``loss_type`` the guide names, and the RLOO trainer's advantages
 and loss.
 
@@ -36,7 +36,7 @@ def _default(config, name: str):
     return field.default if field.default is not dataclasses.MISSING else field.default_factory()
 
 
-# ---- selective_log_softmax and entropy_from_logits (§1, §6) --------------------------------------------------
+# ---- selective_log_softmax and entropy_from_logits (§4, §6) --------------------------------------------------
 
 
 def test_selective_log_softmax_of_the_shifted_logits_is_token_log_probs(reference, ledger):

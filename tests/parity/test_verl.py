@@ -534,7 +534,7 @@ def test_value_loss_is_the_reference_over_the_response_tokens(reference, ledger)
     ledger.add("verl compute_value_loss vs clipped_value_loss on response tokens", 300, worst, "equal")
 
 
-# ---- §1: the GPG loss, REINFORCE++ returns and the entropy ---------------------------------------------------
+# ---- the GPG loss and REINFORCE++ returns (§1) ---------------------------------------------------------------
 
 
 def test_gpg_policy_loss_is_the_reinforce_surrogate_over_the_response_tokens(reference, ledger):
@@ -578,6 +578,9 @@ def test_reinforce_plus_plus_returns_are_the_discounted_reward_to_go_of_each_res
         assert close(returns, expected), (
             f"{label}: REINFORCE++ returns differ from the reward-to-go by {largest_difference(returns, expected):.3g}")
     ledger.add("verl reinforce_plus_plus returns vs discounted_reward_to_go per response", 300, worst, "equal")
+
+
+# ---- the entropy (§4) ----------------------------------------------------------------------------------------
 
 
 def test_entropy_from_logits_is_the_reference_for_finite_logits_and_nan_at_minus_infinity(reference, ledger):
