@@ -54,11 +54,13 @@ MUTATED = "solutions/{}.py"  # what a run mutates: a concept's reference
 
 
 def fingerprint_files(concept_name: str, root: Path = REPOSITORY_ROOT) -> list[str]:
-    """The files a concept's result depends on that belong to that concept alone: its reference and its tests. The
-    shared files (tests/assertions.py, kata/testing/strategies/, conftest.py) are left out, so that an edit to one
-    of them does not make every concept's record stale at once (nor an edit of a concept's probes, which sit beside
-    its strategies and which its tests never run)."""
-    paths = [MUTATED.format(concept_name), f"tests/test_{concept_name}.py"]
+    """The files a concept's result depends on that belong to that concept alone: its reference, its tests and the
+    strategies they draw from (a narrower strategy weakens the tests as surely as a deleted assertion; the module also
+    holds the concept's probes, so editing those re-runs a record needlessly, in under a minute). The shared files
+    (tests/assertions.py, kata/testing/strategies/__init__.py, conftest.py) are left out, so that an edit to one of
+    them does not make every concept's record stale at once."""
+    paths = [MUTATED.format(concept_name), f"tests/test_{concept_name}.py",
+             f"kata/testing/strategies/{concept_name}.py"]
     return [path for path in paths if (root / path).is_file()]
 
 

@@ -82,6 +82,12 @@ def test_check_names_the_concept_and_the_command_for_each_problem(repository):
     problems = mutation.check([CONCEPT], repository)
     assert len(problems) == 1 and "changed since" in problems[0], f"a stale record fails --check: {problems}"
     assert f"python -m kata.catalogue.mutation {CONCEPT}" in problems[0], "the problem says which command re-runs it"
+    write(repository, record(repository, [survivor(1, reason="why")]))
+    with (repository / f"kata/testing/strategies/{CONCEPT}.py").open("a") as strategies:
+        strategies.write("\n# a narrower strategy\n")
+    problems = mutation.check([CONCEPT], repository)
+    assert len(problems) == 1 and "changed since" in problems[0], (
+        f"a change to the strategies the concept's tests draw from stales its record too: {problems}")
     (repository / mutation.REPORT).write_text(mutation.report(repository).replace("| gae |", "| gea |"))
     assert any("docs/mutation.md" in p for p in mutation.check([CONCEPT], repository)), (
         "a report whose table is not the records' fails --check")
