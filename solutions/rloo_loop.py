@@ -202,12 +202,9 @@ def sequence_policy_loss(
     check_positive("clip_epsilon", clip_epsilon)
     check_choice("reduction", reduction, REDUCTIONS)
     # BEGIN SOLUTION
-    scores = torch.as_tensor(logits)
-    ids = torch.as_tensor(input_ids)
-    mask = response_token_mask(ids, torch.as_tensor(prompt_lengths), pad_token_id, eos_token_id, include_eos=True)
-    new_log_probs = token_log_probs(scores, ids)
-    old = as_float_tensor(old_log_probs, "old_log_probs", like=new_log_probs).to(new_log_probs.dtype)
-    adv = as_float_tensor(advantages, "advantages", like=new_log_probs).to(new_log_probs.dtype)
+    mask = response_token_mask(input_ids_t, prompt_lengths, pad_token_id, eos_token_id, include_eos=True)
+    new_log_probs = token_log_probs(logits_t, input_ids_t)
+    old, adv = old_log_probs_t.to(new_log_probs.dtype), advantages_t.to(new_log_probs.dtype)
     objective = masked_token_ppo_objective(new_log_probs, old, adv, mask, clip_epsilon, reduction)
     return -objective
     # END SOLUTION

@@ -81,7 +81,7 @@ def test_every_assertion_of_the_tests_carries_a_message():
 # clipped_surrogate with the entropy, ppo_cartpole) and the package that exports them (4 files, written by the
 # student), kata/__init__.py (the package map and the exports), kata/arrays.py, and kata/rl's __init__ (the optimizer),
 # environment with its networks, and loop. These are the counts to keep or lower.
-READING_PATH_LIMITS = {"ppo_cartpole": (9, 1746), "rloo_loop": (11, 2147)}  # files, lines
+READING_PATH_LIMITS = {"ppo_cartpole": (9, 1746), "rloo_loop": (11, 2144)}  # files, lines
 TOP_LEVEL = ("kata", "solutions", "exercises")
 
 
