@@ -19,6 +19,8 @@ from hypothesis import HealthCheck, Phase, Verbosity, settings
 from kata.concepts import impl as implementations
 from kata.concepts.manifest import CONCEPTS
 from kata.concepts.stub import is_stub_error, leaf_exceptions
+from kata.testing.calls import noted
+from kata.testing.drawing import only_global_constants
 from kata.testing.plain_asserts import leave_concept_tests_unrewritten
 
 # kata.testing.options: --impl, --mistake, --variant (also a pytest11 entry point, so that pytest knows them before it
@@ -49,6 +51,9 @@ for _name in ("dev", "ci", "thorough"):
         phases=(Phase.explicit, Phase.reuse, Phase.generate),
     )
 settings.load_profile(os.environ.get("KATA_HYPOTHESIS_PROFILE", "dev"))
+# One verdict everywhere: a test draws the same examples in this repository, the student edition, the autograder and
+# the Classroom workflow, whatever modules the submission or the tooling imported (kata.testing.drawing says why).
+only_global_constants()
 # The student's profiles run, before their own random examples, every example that the derandomized profile grading
 # uses runs: code that fails under grading fails `kata check` on every run, with the same smallest counterexample,
 # and the random examples after them look further than grading does.
@@ -156,11 +161,12 @@ def pytest_report_header(config: pytest.Config) -> str:
 
 @pytest.fixture(scope="session")
 def impl(request: pytest.FixtureRequest) -> implementations.Implementation:
-    """The implementation under test (see --impl); its public names resolve through the manifest."""
+    """The implementation under test (see --impl); its public names resolve through the manifest, and a failing
+    example shows each call made with it (kata.testing.calls)."""
     spec = request.config.getoption("--impl") or implementations.default_spec()
-    return implementations.load(
+    return noted(implementations.load(
         spec, mistake=request.config.getoption("--mistake"), variant=request.config.getoption("--variant")
-    )
+    ))
 
 
 # The first failure a student reads shows the smallest counterexample; shrinking the failures after it (a wrong

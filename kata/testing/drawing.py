@@ -5,7 +5,6 @@ stays."""
 
 from __future__ import annotations
 
-import contextlib
 import zlib
 from collections.abc import Callable
 from typing import Any
@@ -14,25 +13,28 @@ PROBES_PER_FUNCTION = 24
 STRATEGY_SEED = 20261202
 
 
-@contextlib.contextmanager
-def _only_global_constants():
-    """Hypothesis (6.13x on) also draws constants it finds in the local modules imported so far, so the same seed
-    would give other examples after a submission's modules are imported. Probes must not depend on that: while
-    drawing, the local constants are empty."""
+def only_global_constants() -> None:
+    """Make Hypothesis draw from its own constants only, from now on in this process.
+
+    Hypothesis (6.13x on) also draws constants it finds in the source of the local modules imported so far (any
+    module outside site-packages and the standard library): the same derandomized test then runs other examples in
+    this repository than in the student edition, the autograder or the Classroom workflow, and a student's own
+    constants choose which examples grade them. conftest.py calls this before any test runs, and every probe draw
+    calls it too: the examples depend on the test, its strategies and the profile, nothing else."""
     try:
         from hypothesis.internal.conjecture import providers
-        local, cache = providers._get_local_constants, providers.CONSTANTS_CACHE
         empty = type(providers.GLOBAL_CONSTANTS)()
     except (ImportError, AttributeError):  # an older Hypothesis: no local constants
-        yield
         return
-    cache.cache.clear()
-    providers._get_local_constants = lambda: empty
-    try:
-        yield
-    finally:
-        providers._get_local_constants = local
-        cache.cache.clear()
+    if getattr(providers._get_local_constants, "kata_shut", False):
+        return
+
+    def no_local_constants():
+        return empty
+
+    no_local_constants.kata_shut = True
+    providers._get_local_constants = no_local_constants
+    providers.CONSTANTS_CACHE.cache.clear()
 
 
 def draw(strategy, count: int, name: str) -> list[Any]:
@@ -48,8 +50,8 @@ def draw(strategy, count: int, name: str) -> list[Any]:
     def collect(example):
         examples.append(example)
 
-    with _only_global_constants():
-        collect()
+    only_global_constants()
+    collect()
     return examples
 
 
