@@ -44,8 +44,8 @@ def as_tensor(value: ArrayLike, name: str, *, dtype: torch.dtype | None = None) 
             raise ValueError(f"{name} must be an array of numbers; got dtype {array.dtype}")
         if isinstance(value, (list, tuple)) and np.issubdtype(array.dtype, np.floating):
             array = array.astype(np.float64)
-        # torch.from_numpy needs C order; np.ascontiguousarray would also turn a 0-d array into shape (1,).
-        tensor = torch.from_numpy(array if array.flags.c_contiguous else np.array(array, order="C"))
+        usable = array.flags.c_contiguous and min(array.strides, default=0) >= 0  # from_numpy: C order, no stride < 0
+        tensor = torch.from_numpy(array if usable else np.array(array, order="C"))  # ascontiguousarray makes 0-d 1-d
     if dtype is not None and tensor.dtype != dtype:
         tensor = tensor.to(dtype)
     return tensor

@@ -14,6 +14,8 @@ from hypothesis import strategies as st
 from tests.assertions import assert_differentiable, dtype_of, gradient, mistake, plain
 from kata.testing.strategies import float_dtypes, floats
 from kata.testing.strategies.baselines import group_rewards
+from kata.testing.battery import battery_tests
+from kata.testing.strategies.baselines import CONTRACTS
 
 pytestmark = pytest.mark.baselines
 
@@ -456,3 +458,6 @@ def test_simulation_is_deterministic_for_a_seed(impl):
 #   test can tell them apart (they differ by 1.3e-5 of the std); the variant simulation_population_std runs it.
 # "the gradient is (G - 1) / G of the true one" (group_mean_advantages' prose) and "the estimate stays unbiased"
 #   (rloo_advantages'): statements about expectations, held statistically by the simulation tests, not per call.
+
+
+test_contract, test_contract_edges = battery_tests(CONTRACTS)

@@ -40,6 +40,8 @@ from kata.testing.strategies.clipped_surrogate import (
     ppo_batches,
     value_batches,
 )
+from kata.testing.battery import battery_tests
+from kata.testing.strategies.clipped_surrogate import CONTRACTS
 
 pytestmark = pytest.mark.clipped_surrogate
 
@@ -894,3 +896,6 @@ def test_ppo_loss_scales_each_term_in_the_promoted_dtype(impl):
 #   tie's log 2 there (0 for [1e308, 1e308]) and is a valid variant; only finiteness and [0, log K] are held there.
 # ppo_loss: "minimising the loss keeps the policy exploring": the reason for the sign the tests hold.
 # The Examples: run as doctests (python -m pytest --doctest-modules solutions), not here.
+
+
+test_contract, test_contract_edges = battery_tests(CONTRACTS)

@@ -18,6 +18,8 @@ from tests.assertions import assert_differentiable, close, confirmed_readings, g
 from kata.lab.plan import GAE_EXPECTED, gae_example_arrays
 from kata.testing.strategies import floats, typed_batches
 from kata.testing.strategies.gae import GAE_MASKS, GAE_VALUE_ARRAYS, gae_batches, ignored_values
+from kata.testing.battery import battery_tests
+from kata.testing.strategies.gae import CONTRACTS
 
 pytestmark = pytest.mark.gae
 
@@ -396,3 +398,6 @@ def test_a_terminated_record_left_uncut_is_named(impl, shape, record):
 # "V(s_{t+1}) for the observation step t produced": which observation a caller valued is the caller's; the tests hold
 #     what the function does with it (bootstrap unless terminated, never values[t + 1]).
 # The Example: run as a doctest (python -m pytest --doctest-modules solutions), not here.
+
+
+test_contract, test_contract_edges = battery_tests(CONTRACTS)

@@ -28,6 +28,8 @@ from kata.testing.training import ppo_smoke_verdict
 from kata.testing.strategies import containers, float_dtypes
 from kata.testing.strategies.ppo_cartpole import bootstrap_cases, minibatch_layouts, rollout_flags, update_settings
 from tests.assertions import blames, mistake, plain, which_reading
+from kata.testing.battery import battery_tests
+from kata.testing.strategies.ppo_cartpole import CONTRACTS
 
 pytestmark = pytest.mark.ppo_cartpole
 
@@ -847,3 +849,6 @@ def test_the_smoke_profile_solves_cartpole(impl, seed):
 #   its effect (every sample once per epoch, a fresh order each epoch, the generator alone fixing it).
 # train_ppo: it hands the concept's functions to the frame's loop (kata/rl/ppo.py); held by the seed and smoke
 #   tests, through those functions.
+
+
+test_contract, test_contract_edges = battery_tests(CONTRACTS)

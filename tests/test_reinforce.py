@@ -15,8 +15,10 @@ from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from tests.assertions import PRECISION, assert_differentiable, close, dtype_of, gradient, mistake, plain
+from kata.testing.battery import battery_tests
 from kata.testing.strategies import containers, float_dtypes, floats
 from kata.testing.strategies.reinforce import (
+    CONTRACTS,
     reward_streams,
     softmax_policies,
     surrogate_batches,
@@ -360,3 +362,6 @@ def test_bad_input_is_a_clear_error(impl):
 # reinforce_surrogate_loss, "whatever computed them" is never trained: held for a critic parameter and for θ
 #   itself; no test can reach every graph a caller may build.
 
+
+
+test_contract, test_contract_edges = battery_tests(CONTRACTS)

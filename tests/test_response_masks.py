@@ -11,6 +11,8 @@ from hypothesis import strategies as st
 from tests.assertions import assert_differentiable, gradient, mistake, plain, word
 from kata.testing.strategies import IGNORED_VALUES, containers, float_dtypes
 from kata.testing.strategies.response_masks import logits_and_ids, response_batches
+from kata.testing.battery import battery_tests
+from kata.testing.strategies.response_masks import CONTRACTS
 
 pytestmark = pytest.mark.response_masks
 
@@ -545,3 +547,6 @@ def test_the_gradient_is_the_one_hot_label_minus_the_softmax(impl, pair, dtype):
 # response_token_mask "(it is [scored], when the policy must learn to stop)": why include_eos exists, not a result.
 # token_log_probs "as long as two logits of one position differ by a finite amount": the limit of the domain the
 #   finiteness clause covers (logits within finfo.max / 4 are drawn); beyond it the true log-prob is no float.
+
+
+test_contract, test_contract_edges = battery_tests(CONTRACTS)

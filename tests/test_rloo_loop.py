@@ -39,6 +39,8 @@ from kata.testing.strategies.rloo_loop import (
     sequence_batches,
     token_id_pairs,
 )
+from kata.testing.battery import battery_tests
+from kata.testing.strategies.rloo_loop import CONTRACTS
 
 pytestmark = pytest.mark.rloo_loop
 
@@ -1049,3 +1051,6 @@ def test_the_smoke_profile_reaches_exact_response_success(impl):
 # rloo_iteration "optimizer: ... any torch.optim optimizer": the optimizer is the caller's; the tests step a plain
 #   SGD they can redo by hand, and the loop a torch one.
 # sequence_profile_config, decode_sequence: the frame's (kata/rl/rloo.py, kata/rl/sequence_task.py), re-exported.
+
+
+test_contract, test_contract_edges = battery_tests(CONTRACTS)

@@ -13,6 +13,8 @@ from hypothesis import strategies as st
 from tests.assertions import assert_differentiable, gradient, mistake, plain, which_reading, word
 from kata.testing.strategies import IGNORED_VALUES, containers, extreme_log_probs, float_dtypes, seeds
 from kata.testing.strategies.token_objectives import token_objective_batches
+from kata.testing.battery import battery_tests
+from kata.testing.strategies.token_objectives import CONTRACTS
 
 pytestmark = pytest.mark.token_objectives
 
@@ -722,3 +724,6 @@ def test_integer_advantages_and_log_probs_take_the_new_log_probs_dtype(impl):
 # masked_token_ppo_objective "a long response weighs more than a short one" / "each token of a long response weighs
 #   less": the formulas' consequences, held through the formulas and the lengths-differ example, not on their own.
 # sequence_probability_ratio "prefer the log-ratio for anything numeric": advice to the caller, not a result.
+
+
+test_contract, test_contract_edges = battery_tests(CONTRACTS)

@@ -8,6 +8,10 @@
     plain_asserts.py  the concept test modules left unrewritten by pytest: a failure reads as its message alone
     strategies/    one module per concept: the Hypothesis strategies its tests draw from and its probes (the cases
                    `kata diagnose` runs each public function on, as data); __init__.py the shared building blocks
-    drawing.py     how a probe's cases are drawn: the same examples on every run and in every process
+    drawing.py     how a probe's cases are drawn: the same examples on every run and in every process; and what
+                   keeps every test's examples independent of the modules imported (one verdict everywhere)
+    battery.py     the contract battery every public array function goes through (inputs unchanged, no gradient
+                   into data, any layout, the domain's edges), declared per concept as CONTRACTS
+    calls.py       the impl the tests get: a failing example shows each call's arguments
     training.py    the verdicts of the two training tests, and the one definition of "solved"
 """

@@ -7,6 +7,7 @@ import numpy as np
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
+from kata.testing.battery import Contract, Edge, in_float_dtypes
 from kata.testing.drawing import drawn
 from kata.testing.strategies import Probes, floats, seeds
 
@@ -35,3 +36,28 @@ PROBES = (
     Probes("simulate_group_baseline_bias", drawn(simulation_cases, "simulation_cases", count=8)),
 )
 UNPROBED: dict[str, str] = {}
+
+# ---- contracts (kata.testing.battery) -----------------------------------------------------------------------------
+
+def _large_groups() -> list[Edge]:
+    """Groups of 64 (and 2 groups of 40): each advantage is its reward less the baseline the docstring defines."""
+    random = np.random.default_rng(5)
+    rewards = [random.uniform(-1.0, 1.0, (3, 64)), random.integers(0, 2, (2, 40)).astype(np.float64)]
+
+    def expected(baseline):
+        return lambda function, arguments: [arguments["rewards"] - baseline(arguments["rewards"])]
+
+    size = lambda r: r.shape[1]  # noqa: E731 - the group size G
+    baselines = {
+        "no_baseline_advantages": lambda r: np.zeros_like(r),
+        "group_mean_advantages": lambda r: r.mean(axis=1, keepdims=True),
+        "rloo_advantages": lambda r: (r.sum(axis=1, keepdims=True) - r) / (size(r) - 1),
+    }
+    return {name: [Edge(f"G = {r.shape[1]}", dict(rewards=r), expected(baseline)) for r in rewards]
+            for name, baseline in baselines.items()}
+
+
+CONTRACTS = tuple(
+    Contract(name, lambda: in_float_dtypes(group_rewards().map(lambda rewards: dict(rewards=rewards)), ("rewards",)),
+             differentiable=("rewards",), edges=lambda name=name: _large_groups()[name])
+    for name in ("no_baseline_advantages", "group_mean_advantages", "rloo_advantages"))

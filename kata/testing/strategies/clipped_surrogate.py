@@ -11,6 +11,7 @@ import numpy as np
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
+from kata.testing.battery import Contract, Edge, in_float_dtypes, plain_array
 from kata.testing.drawing import drawn
 from kata.testing.strategies import Probes, bool_arrays, clip_epsilons, float_arrays, floats, sample_shapes
 
@@ -155,3 +156,76 @@ PROBES = (
                                 for case in _clip_boundaries()])),
 )
 UNPROBED: dict[str, str] = {}
+
+# ---- contracts (kata.testing.battery) -----------------------------------------------------------------------------
+
+def _far_ratios(epsilon: float) -> dict:
+    """Log-ratios from -50 to 50 (ratios from 2e-22 to 5e21) with advantages of both signs, for ``epsilon``."""
+    random = np.random.default_rng(17)
+    old = random.uniform(-5.0, 0.0, 41)
+    return dict(new_log_probs=old + np.linspace(-50.0, 50.0, 41), old_log_probs=old,
+                advantages=random.uniform(-2.0, 2.0, 41), clip_epsilon=epsilon)
+
+
+def _policy_loss_as_written(function, arguments: dict) -> list[np.ndarray]:
+    """The docstring's ``-mean(min(r · A, clip(r, 1 - ε, 1 + ε) · A))``, in float64."""
+    epsilon, advantages = arguments["clip_epsilon"], arguments["advantages"]
+    ratio = np.exp(arguments["new_log_probs"] - arguments["old_log_probs"])
+    return [np.array(-np.minimum(ratio * advantages, np.clip(ratio, 1 - epsilon, 1 + epsilon) * advantages).mean())]
+
+
+def _kl_as_written(function, arguments: dict) -> list[np.ndarray]:
+    """The docstring's ``mean((r - 1) - log r)``."""
+    log_ratio = arguments["new_log_probs"] - arguments["old_log_probs"]
+    return [np.array((np.expm1(log_ratio) - log_ratio).mean())]
+
+
+def _shifted(function, arguments: dict) -> list[np.ndarray]:
+    """The entropy of the logits less their row's largest: softmax, so the entropy, is unchanged by the shift."""
+    logits = arguments["logits"]
+    return [plain_array(function(logits=logits - logits.max(axis=-1, keepdims=True)))]
+
+
+def _edges(function: str) -> Callable[[], list[Edge]]:
+    def edges() -> list[Edge]:
+        cases = [_far_ratios(epsilon) for epsilon in (1.5, 10.0)]
+        if function == "clipped_value_loss":
+            random = np.random.default_rng(19)
+            return [Edge(f"ε = {epsilon}", dict(values=random.uniform(-50, 50, 9), old_values=random.uniform(-5, 5, 9),
+                                                returns=random.uniform(-5, 5, 9), clip_epsilon=epsilon))
+                    for epsilon in (1.5, 10.0)]
+        if function == "categorical_entropy":
+            logits = [np.array([[1e5, 2e4], [3e5, -3e5]]), np.array([[4e37, 0.0, -4e37]], dtype=np.float32),
+                      np.array([[4e307, -4e307, 0.0]])]
+            return [Edge(f"logits of magnitude {np.abs(z).max():.0e} ({z.dtype})", dict(logits=z), _shifted)
+                    for z in logits]
+        expected = {"clipped_policy_loss": _policy_loss_as_written, "approximate_kl": _kl_as_written}.get(function)
+        keys = {"approximate_kl": ("new_log_probs", "old_log_probs"),
+                "ratio_outside_fraction": ("new_log_probs", "old_log_probs", "clip_epsilon")}.get(function)
+        return [Edge(f"log-ratios from -50 to 50, ε = {case['clip_epsilon']}",
+                     {key: case[key] for key in keys} if keys else case, expected) for case in cases]
+
+    return edges
+
+
+_LOG_PROBS = ("new_log_probs", "old_log_probs")
+CONTRACTS = (
+    Contract("clipped_surrogate_terms", lambda: in_float_dtypes(ppo_batches(), SURROGATE_ARRAYS),
+             differentiable=("new_log_probs",), data=("old_log_probs", "advantages"),
+             edges=_edges("clipped_surrogate_terms")),
+    Contract("clipped_policy_loss", lambda: in_float_dtypes(ppo_batches(), SURROGATE_ARRAYS),
+             differentiable=("new_log_probs",), data=("old_log_probs", "advantages"),
+             edges=_edges("clipped_policy_loss")),
+    Contract("clipped_value_loss", lambda: in_float_dtypes(value_batches(), VALUE_ARRAYS),
+             differentiable=("values",), data=("old_values", "returns"), edges=_edges("clipped_value_loss")),
+    Contract("categorical_entropy", lambda: in_float_dtypes(logits_arrays().map(lambda z: dict(logits=z)), ("logits",)),
+             differentiable=("logits",), edges=_edges("categorical_entropy")),
+    Contract("ppo_loss", lambda: in_float_dtypes(ppo_loss_cases, ("entropy",)), differentiable=("entropy",)),
+    Contract("approximate_kl", lambda: in_float_dtypes(ppo_batches().map(_pick(*_LOG_PROBS)), _LOG_PROBS),
+             differentiable=("new_log_probs",), data=("old_log_probs",), edges=_edges("approximate_kl")),
+    Contract("active_clip_fraction", lambda: in_float_dtypes(ppo_batches(), SURROGATE_ARRAYS),
+             data=SURROGATE_ARRAYS, edges=_edges("active_clip_fraction")),
+    Contract("ratio_outside_fraction",
+             lambda: in_float_dtypes(ppo_batches().map(_pick(*_LOG_PROBS, "clip_epsilon")), _LOG_PROBS),
+             data=_LOG_PROBS, edges=_edges("ratio_outside_fraction")),
+)

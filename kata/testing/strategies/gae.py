@@ -9,6 +9,7 @@ import numpy as np
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
+from kata.testing.battery import Contract, Edge, in_float_dtypes, piecewise
 from kata.testing.drawing import drawn
 from kata.testing.strategies import IGNORED_VALUES, Probes, bool_arrays, float_arrays, unit_interval
 
@@ -91,3 +92,45 @@ PROBES = (
     Probes("gae_advantages", _gae_cases),
 )
 UNPROBED: dict[str, str] = {}
+
+# ---- contracts (kata.testing.battery) -----------------------------------------------------------------------------
+
+@st.composite
+def _gae_samples(draw) -> dict:
+    """gae_batches in float32 and float64, with NaN, ±inf and huge values in next_values at terminated records
+    (ignored there) half the time."""
+    batch = draw(in_float_dtypes(gae_batches(), GAE_VALUE_ARRAYS))
+    if draw(st.booleans()):
+        junk = draw(ignored_values(batch["next_values"].shape)).astype(batch["next_values"].dtype)
+        batch["next_values"] = np.where(batch["terminated"], junk, batch["next_values"])
+    return batch
+
+
+def _long_rollouts() -> list[Edge]:
+    """3000 records cut every 10 (each piece computed on its own must give the same), and a time-major batch with
+    fewer steps than environments (each column on its own)."""
+    random = np.random.default_rng(13)
+    steps = 3000
+    terminated = random.random(steps) < 0.05
+    cuts = terminated.copy()
+    cuts[9::10] = True
+    long = dict(rewards=random.uniform(-1.0, 1.0, steps), values=random.uniform(-1.0, 1.0, steps),
+                next_values=random.uniform(-1.0, 1.0, steps), terminated=terminated, trace_cuts=cuts,
+                gamma=0.999, gae_lambda=0.95)
+    shape = (3, 50)
+    wide_terminated = random.random(shape) < 0.2
+    wide = dict(rewards=random.uniform(-1.0, 1.0, shape), values=random.uniform(-1.0, 1.0, shape),
+                next_values=random.uniform(-1.0, 1.0, shape), terminated=wide_terminated,
+                trace_cuts=wide_terminated | (random.random(shape) < 0.2), gamma=0.9, gae_lambda=0.8)
+    arrays = (*GAE_VALUE_ARRAYS, *GAE_MASKS)
+    return [
+        Edge("3000 records cut every 10", long,
+             lambda f, a: piecewise(f, a, [slice(t, t + 10) for t in range(0, steps, 10)], arrays=arrays)),
+        Edge("[T, N] with T = 3 < N = 50", wide,
+             lambda f, a: piecewise(f, a, [slice(n, n + 1) for n in range(50)], axis=1, arrays=arrays)),
+    ]
+
+
+CONTRACTS = (
+    Contract("gae_advantages", _gae_samples, differentiable=GAE_VALUE_ARRAYS, edges=_long_rollouts),
+)

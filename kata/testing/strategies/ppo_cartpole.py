@@ -9,6 +9,7 @@ import numpy as np
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
+from kata.testing.battery import Contract, in_float_dtypes
 from kata.testing.drawing import drawn
 from kata.testing.strategies import (
     IGNORED_VALUES,
@@ -106,3 +107,10 @@ PROBES = (
     Probes("ppo_update", _update_cases, "updated_networks", training=True),
 )
 UNPROBED = {"train_ppo": "trains an agent for minutes; its parts are probed instead"}
+
+# ---- contracts (kata.testing.battery) -----------------------------------------------------------------------------
+
+CONTRACTS = (
+    Contract("gae_masks", rollout_flags),
+    Contract("bootstrap_values", lambda: in_float_dtypes(bootstrap_cases(), ("values", "final_values", "last_values"))),
+)

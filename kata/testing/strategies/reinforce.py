@@ -7,6 +7,7 @@ import numpy as np
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
+from kata.testing.battery import Contract, Edge, plain_array, in_float_dtypes, piecewise
 from kata.testing.drawing import drawn
 from kata.testing.strategies import (
     Probes,
@@ -70,3 +71,40 @@ PROBES = (
     Probes("discounted_reward_to_go", drawn(reward_streams, "reward_streams"), gradients=("rewards",)),
 )
 UNPROBED: dict[str, str] = {}
+
+# ---- contracts (kata.testing.battery) -----------------------------------------------------------------------------
+
+def _its_last_ten_steps_alone(function, arguments: dict) -> list[np.ndarray]:
+    """The whole result, its last 10 steps computed from those steps alone (nothing before them reaches them)."""
+    whole = plain_array(function(**arguments))
+    tail = {**arguments, "rewards": arguments["rewards"][-10:], "episode_ends": arguments["episode_ends"][-10:]}
+    return [np.concatenate([whole[:-10], plain_array(function(**tail))])]
+
+
+def _reward_to_go_edges() -> list[Edge]:
+    """Thousands of steps: episodes of 10 (each computed on its own must give the same), one long episode with
+    γ = 0.5, where γ^t underflows long before its end (its last 10 steps depend on nothing before them), and a
+    time-major batch with fewer steps than streams (each stream computed on its own)."""
+    random = np.random.default_rng(11)
+    long = random.uniform(-1.0, 1.0, 3000)
+    ends = np.zeros(3000, bool)
+    ends[9::10] = True
+    wide = dict(rewards=random.uniform(-1.0, 1.0, (3, 50)), episode_ends=random.random((3, 50)) < 0.3, gamma=0.9)
+    episodes = [slice(start, start + 10) for start in range(0, 3000, 10)]
+    return [
+        Edge("3000 steps in episodes of 10, γ = 0.99", dict(rewards=long, episode_ends=ends, gamma=0.99),
+             lambda f, a: piecewise(f, a, episodes, arrays=("rewards", "episode_ends"))),
+        Edge("one episode of 3000 steps, γ = 0.5", dict(rewards=long, episode_ends=np.zeros(3000, bool), gamma=0.5),
+             _its_last_ten_steps_alone),
+        Edge("[T, N] with T = 3 < N = 50", wide,
+             lambda f, a: piecewise(f, a, [slice(n, n + 1) for n in range(50)], axis=1,
+                                    arrays=("rewards", "episode_ends"))),
+    ]
+
+
+CONTRACTS = (
+    Contract("reinforce_surrogate_loss", lambda: in_float_dtypes(surrogate_batches(), ("log_probs", "advantages")),
+             differentiable=("log_probs",), data=("advantages",)),
+    Contract("discounted_reward_to_go", lambda: in_float_dtypes(reward_streams(), ("rewards",)),
+             differentiable=("rewards",), edges=_reward_to_go_edges),
+)

@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 from hypothesis import strategies as st
 
+from kata.testing.battery import Contract, Edge, in_float_dtypes, plain_array
 from kata.testing.drawing import PROBES_PER_FUNCTION, draw
 from kata.testing.strategies import Probes, seeds
 
@@ -104,3 +105,51 @@ PROBES = (
     Probes("token_log_probs", _log_prob_cases, kinds=True),
 )
 UNPROBED: dict[str, str] = {}
+
+# ---- contracts (kata.testing.battery) -----------------------------------------------------------------------------
+
+def _huge_ids() -> list[Edge]:
+    """Ids up to 2^31 - 1: relabelling every id but PAD and EOS (here to 65537, 2^31 - 1, ..., which wrap onto EOS
+    and other small ids in a narrower integer type) changes no mask."""
+    random = np.random.default_rng(23)
+    pad, eos = 0, 1
+    ids = random.integers(2, 8, size=(4, 12))
+    ids[0, 6], ids[1, 4:] = eos, pad
+    ids[2, 8], ids[2, 9:] = eos, pad
+    relabelled = {2: 65537, 3: 2**31 - 1, 4: 131073, 5: 65536 + pad, 6: 2**31 - 2, 7: 98305}
+    huge = np.vectorize(lambda token: relabelled.get(int(token), int(token)))(ids).astype(np.int64)
+    lengths = np.array([3, 2, 5, 12])
+
+    def small_ids(function, arguments):
+        return [plain_array(function(**{**arguments, "input_ids": ids}))]
+
+    return [Edge(f"ids up to 2^31 - 1, include_eos={include}",
+                 dict(input_ids=huge, prompt_lengths=lengths, pad_token_id=pad, eos_token_id=eos,
+                      include_eos=include), small_ids) for include in (False, True)]
+
+
+def _limit_logits() -> list[Edge]:
+    """Logits near the dtype's largest value: the log-probs equal those of the logits less each position's largest
+    (a softmax does not see the shift)."""
+    random = np.random.default_rng(29)
+    ids = random.integers(0, 5, size=(2, 4))
+
+    def shifted(function, arguments):
+        logits = arguments["logits"]
+        return [plain_array(function(logits=logits - logits.max(axis=-1, keepdims=True), input_ids=ids))]
+
+    return [Edge(f"logits up to {np.finfo(dtype).max / 4:.1e} ({np.dtype(dtype).name})",
+                 dict(logits=(random.uniform(-1.0, 1.0, (2, 4, 5)) * np.finfo(dtype).max / 4).astype(dtype),
+                      input_ids=ids), shifted) for dtype in (np.float32, np.float64)]
+
+
+CONTRACTS = (
+    Contract("response_token_mask",
+             lambda: response_batches().flatmap(
+                 lambda case: st.booleans().map(lambda include: {**case, "include_eos": include})),
+             edges=_huge_ids),
+    Contract("token_log_probs",
+             lambda: logits_and_ids().map(lambda pair: dict(logits=pair[0], input_ids=pair[1])).flatmap(
+                 lambda case: in_float_dtypes(st.just(case), ("logits",))),
+             differentiable=("logits",), edges=_limit_logits),
+)

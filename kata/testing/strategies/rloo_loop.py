@@ -10,6 +10,7 @@ import numpy as np
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
+from kata.testing.battery import Contract, Edge, in_float_dtypes
 from kata.testing.drawing import PROBES_PER_FUNCTION, draw, drawn
 from kata.testing.strategies import (
     IGNORED_VALUES,
@@ -247,3 +248,26 @@ UNPROBED = {
     "train_tiny_sequence_policy": "trains a policy; its parts are probed instead",
     "evaluate_sequence_policy": "evaluates a trained policy by sampling; sample_responses is probed instead",
 }
+
+# ---- contracts (kata.testing.battery) -----------------------------------------------------------------------------
+
+def _large_groups() -> list[Edge]:
+    """Groups of 64: each row's advantage is its reward less the mean of the other 63 rows of its prompt."""
+    random = np.random.default_rng(31)
+    rewards = random.integers(0, 2, 3 * 64).astype(np.float64)
+
+    def leave_one_out(function, arguments):
+        groups = arguments["rewards"].reshape(-1, 64)
+        return [(groups - (groups.sum(axis=1, keepdims=True) - groups) / 63).reshape(-1)]
+
+    return [Edge("G = 64", dict(rewards=rewards, group_size=64), leave_one_out)]
+
+
+CONTRACTS = (
+    Contract("group_rloo_advantages",
+             lambda: prompt_major_rewards().map(lambda pair: dict(rewards=pair[0], group_size=pair[1])).flatmap(
+                 lambda case: in_float_dtypes(st.just(case), ("rewards",))), edges=_large_groups),
+    Contract("sequence_policy_loss",
+             lambda: in_float_dtypes(sequence_loss_cases(), ("logits", "old_log_probs", "advantages")),
+             differentiable=("logits",), data=("old_log_probs", "advantages")),
+)

@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 from hypothesis import strategies as st
 
+from kata.testing.battery import Contract, Edge, in_float_dtypes
 from kata.testing.drawing import draw
 from kata.testing.strategies import IGNORED_VALUES, Probes, clip_epsilons, extreme_log_probs, seeds
 
@@ -117,3 +118,45 @@ PROBES = (
       for name in ("sequence_log_probability_ratio", "sequence_probability_ratio")),
 )
 UNPROBED: dict[str, str] = {}
+
+# ---- contracts (kata.testing.battery) -----------------------------------------------------------------------------
+
+@st.composite
+def _token_samples(draw, reduction: bool = False, keys: tuple[str, ...] | None = None) -> dict:
+    """token_objective_batches in float32 and float64, with extreme values at masked positions half the time."""
+    case = dict(draw(token_objective_batches()))
+    if draw(st.booleans()):
+        case = _with_masked_extremes(case, draw(seeds))
+    if reduction:
+        case["reduction"] = draw(st.sampled_from(["token_mean", "sequence_mean", "sequence_sum_mean"]))
+    if keys is not None:
+        case = {key: case[key] for key in keys}
+    return draw(in_float_dtypes(st.just(case), tuple(key for key in ("new_log_probs", "old_log_probs", "advantages")
+                                                      if key in case)))
+
+
+def _long_responses() -> list[Edge]:
+    """A response of 2049 tokens beside one of 1, the policy unchanged (every ratio 1): each token's term is its
+    row's advantage, so the reductions are ``(2049 A_0 + A_1) / 2050``, ``(A_0 + A_1) / 2`` and
+    ``(2049 A_0 + A_1) / 2``."""
+    mask = np.zeros((2, 2049), dtype=np.int64)
+    mask[0], mask[1, 0] = 1, 1
+    log_probs = np.full((2, 2049), -0.5)
+    advantages = np.array([1.5, -0.25])
+    sums = 2049 * advantages[0] + advantages[1]
+    expected = {"token_mean": sums / 2050, "sequence_mean": advantages.mean(), "sequence_sum_mean": sums / 2}
+    return [Edge(f"a response of 2049 tokens, {reduction}",
+                 dict(new_log_probs=log_probs, old_log_probs=log_probs.copy(), advantages=advantages, mask=mask,
+                      clip_epsilon=0.2, reduction=reduction),
+                 lambda function, arguments, value=value: [np.array(value)]) for reduction, value in expected.items()]
+
+
+_RATIO_KEYS = ("new_log_probs", "old_log_probs", "mask")
+CONTRACTS = (
+    Contract("masked_token_ppo_terms", _token_samples, differentiable=("new_log_probs",),
+             data=("old_log_probs", "advantages")),
+    Contract("masked_token_ppo_objective", lambda: _token_samples(reduction=True), differentiable=("new_log_probs",),
+             data=("old_log_probs", "advantages"), edges=_long_responses),
+    *(Contract(name, lambda: _token_samples(keys=_RATIO_KEYS), differentiable=("new_log_probs",),
+               data=("old_log_probs",)) for name in ("sequence_log_probability_ratio", "sequence_probability_ratio")),
+)
