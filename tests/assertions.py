@@ -9,6 +9,7 @@ import numpy as np
 import torch
 
 from kata.concepts.manifest import catalogued_mistake
+from kata.testing.calls import unnoted
 
 
 PRECISION = {np.float32: 1e-5, np.float64: 1e-9}  # rtol a result in that dtype meets (float32: a few ulps of sums)
@@ -173,6 +174,11 @@ def confirmed_readings(function: Callable[..., object], readings_of: Callable[[d
     there is a coincidence. A reading that ``function`` reproduces on the witnesses as well is what the code does.
     Called only on failure (pass ``lambda: confirmed_readings(...)`` to :func:`close`).
     """
+    with unnoted():  # the witnesses' calls are not the call that failed (kata.testing.calls)
+        return _confirmed(function, readings_of, case, witnesses, rtol, atol)
+
+
+def _confirmed(function, readings_of, case: dict, witnesses: list[dict], rtol: float, atol: float) -> dict[str, object]:
     candidates = readings_of(case)
     confirmed = {}
     for name, value in candidates.items():
