@@ -52,7 +52,7 @@ def gae_advantages(
             time limit, rollout end). Must be True wherever ``terminated`` is. Nothing at or after t + 1 reaches
             the advantages up to t, whatever it holds (NaN and ±inf included): at a cut, ``A_t = δ_t``.
         gamma: discount in [0, 1].
-        gae_lambda: trace decay λ in [0, 1]; λ = 0 gives the TD residual, λ = 1 the Monte Carlo return minus V.
+        gae_lambda: trace decay λ in [0, 1]: the TD residual at 0, the bootstrapped discounted return minus V at 1.
 
     Returns:
         Advantages of the same shape, in the promoted floating dtype of the three value arrays (float32 with

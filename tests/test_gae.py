@@ -174,8 +174,8 @@ def test_lambda_one_gives_the_discounted_return_minus_the_value(impl, batch):
         following = rewards[t] + np.where(cuts[t] | (t == last), bootstrap[t], batch["gamma"] * following)
         returns[t] = following
     close(impl.gae_advantages(**batch), returns - batch["values"],
-          "with λ = 1 the advantage is the Monte Carlo return minus V: the rewards discounted up to the trace's end, "
-          "plus γ·V(next state) there unless terminated, minus V(s_t)")
+          "with λ = 1 the advantage is the bootstrapped discounted return minus V: the rewards discounted up to the "
+          "trace's end, plus γ·V(next state) there unless terminated, minus V(s_t)")
 
 
 @given(batch=gae_batches(min_steps=2), cut=st.integers(0, 100), noise=floats(-50, 50), data=st.data())
