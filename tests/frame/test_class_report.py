@@ -114,7 +114,8 @@ def test_given_the_grades_every_submission_has_a_row_and_every_concept_not_passe
         assert line in markdown.splitlines(), f"each concept not passed has its line and message, {line!r}: {markdown}"
     assert "### 3. gae: 3 of 4 did not pass" in markdown, f"counted per concept: {markdown}"
     report = json.loads(written[1].read_text())
-    assert [entry["submission"] for entry in report["results"]] == ["subs/alice", "subs/bob", "subs/carol", "subs/dan"]
+    assert [entry["submission"] for entry in report["results"]] == [r.submission for r in graded], (
+        f"the JSON's results have every submission, in order: {report['results']}")
     assert report["results"][1]["concepts"]["gae"] == {
         "status": "error", "message": "gae.py could not be imported (SyntaxError near line 4)"}, (
         f"the JSON has every concept's status and message: {report['results'][1]}")

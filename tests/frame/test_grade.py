@@ -569,7 +569,8 @@ class ScriptedGrader(grade.Grader):
 
 
 def test_a_grader_failure_is_an_error_for_that_submission_only():
-    results = grading_batch.grade_all(["a", "grader-bug", "b"], ScriptedGrader(concepts=MINI_CONCEPTS, sandbox=False), jobs=2)
+    results = grading_batch.grade_all(["a", "grader-bug", "b"], ScriptedGrader(concepts=MINI_CONCEPTS, sandbox=False),
+                                      jobs=2)
     assert [r.total for r in results] == [MINI_MAX, 0.0, MINI_MAX], (
         f"a grader failure costs only its submission: {[r.total for r in results]}")
     assert all(r.status == "error" and "a bug in the grader" in r.message for r in results[1].concepts.values()), (
