@@ -17,6 +17,11 @@ the repository's tests and reference from ``source/``, and writes results.json: 
 max_score, output: the first failure's message, the catalogued misconception a failed concept behaves like (as
 ``kata grade`` diagnoses it) and the command that shows every failure, visibility) and the score.
 ``AUTOGRADER_ROOT`` (default ``/autograder``) replaces the root, so the whole flow runs anywhere.
+
+Inside Gradescope it grades unsandboxed, on purpose and explicitly (``sandbox=False``, as ``kata grade
+--no-sandbox``): each upload has a throwaway container of its own, which is its isolation, and a container's
+default policy usually denies the user namespaces bwrap needs, so setup.sh does not install it. ``kata grade``, which
+refuses to run submitted code without bwrap unless told, is the grader of one machine; this is not.
 """
 
 from __future__ import annotations
@@ -133,7 +138,7 @@ def run(root: Path) -> dict:
     grader = Grader(concepts=concepts, timeout=float(settings.get("timeout", DEFAULT_TEST_TIMEOUT)),
                     include_slow=bool(settings.get("include_slow", True)), repository=source,
                     diagnose=(source / "mistakes").is_dir(),  # a failed concept's output names its misconception
-                    sandbox=False)  # unchanged on Gradescope: each submission has a throwaway container of its own
+                    sandbox=False)  # explicitly: each upload has a throwaway container of its own (module docstring)
     with tempfile.TemporaryDirectory(prefix="kata-autograder-") as scratch:
         student = Path(scratch) / "submission"
         missing = [name for name in collect(root / "submission", student)

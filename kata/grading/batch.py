@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor, wait
 from typing import Any
 
-from kata.grading.grader import Grader, GradingStopped
+from kata.grading.grader import Grader, GradingStopped, SandboxUnavailable
 from kata.grading.results import SubmissionResult, error_result, not_graded, printable, write_reports
 
 
@@ -32,8 +32,10 @@ def grade_all(
 
     ``on_result(result, so_far)`` is called after each one, ``so_far`` holding every submission in order (those
     not graded yet as such), so the caller can rewrite its reports. On KeyboardInterrupt the running subprocesses
-    are stopped and the interrupt is raised again as GradingInterrupted, with the same list.
+    are stopped and the interrupt is raised again as GradingInterrupted, with the same list. A grader asked to
+    sandbox its runs where bwrap cannot raises SandboxUnavailable before anything is graded.
     """
+    refuse_unsandboxed(grader)
     results: list[SubmissionResult | None] = [None] * len(submissions)
     lock = threading.Lock()
 
@@ -89,7 +91,9 @@ def run_batch(
     on_result: Callable[[SubmissionResult], None] | None = None,
 ) -> tuple[list[SubmissionResult], bool]:
     """``grade_all`` as `kata grade` runs it: ``write_reports(**reports)`` after every submission and at the end,
-    SIGTERM handled as Ctrl-C. Returns the results and whether the batch was interrupted."""
+    SIGTERM handled as Ctrl-C. Returns the results and whether the batch was interrupted. Where the grader cannot
+    sandbox its runs as asked, SandboxUnavailable is raised before anything is graded or written."""
+    refuse_unsandboxed(grader)
     reports = reports or {}
 
     def after_each(result: SubmissionResult, so_far: list[SubmissionResult]) -> None:
@@ -121,3 +125,11 @@ class GradingInterrupted(KeyboardInterrupt):
     def __init__(self, results: list[SubmissionResult]) -> None:
         super().__init__("grading interrupted")
         self.results = results
+
+
+def refuse_unsandboxed(grader: Grader) -> None:
+    """SandboxUnavailable (one line: why, the command that installs bwrap, the flag that grades unsandboxed) where
+    ``grader`` is asked to sandbox its runs and bwrap cannot."""
+    problem = grader.sandbox_problem()
+    if problem:
+        raise SandboxUnavailable(problem)

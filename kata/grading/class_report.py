@@ -4,9 +4,13 @@
 concept) and writes three files to DIR:
 
 - ``misconceptions.md``: per concept, each catalogued mistake found, the misunderstanding in the manifest's words,
-  how many submissions hold it and which; largest first, so that an instructor sees what to re-teach;
+  how many submissions hold it and which; largest first, so that an instructor sees what to re-teach. Given the
+  grader's results, then a row per submission (every folder graded, an empty one's ``error`` included: each
+  concept's status) and, concept by concept, every submission that did not pass it, with its status and its
+  first message;
 - ``misconceptions.json``: the same, ``{"submissions": N, "concepts": {NAME: [{"mistake", "misunderstanding",
-  "count", "submissions"}]}}``;
+  "count", "submissions"}]}, "results": [{"submission", "graded", "concepts": {NAME: {"status", "message"}}}]}``
+  (``results`` given the grader's results);
 - ``misconceptions.png``: a bar chart per concept (matplotlib, Agg).
 
 A submission counts once per mistake, however many of its functions behave like it.
@@ -61,16 +65,54 @@ def tally(diagnosed: Diagnosed, concepts: Sequence[Concept] = CONCEPTS) -> dict[
     return table
 
 
-def to_json(diagnosed: Diagnosed, concepts: Sequence[Concept] = CONCEPTS) -> dict:
-    return {
+def outcomes(results: Sequence, concepts: Sequence[Concept] = CONCEPTS) -> list[dict]:
+    """Every submission of the grader's results, graded or not: ``{"submission", "graded", "concepts": {NAME:
+    {"status", "message"}}}``, the message blank for a concept passed."""
+    return [{"submission": r.submission, "graded": r.graded,
+             "concepts": {c.name: {"status": found.status, "message": "" if found.status == "passed" else found.message}
+                          for c in concepts if (found := r.concepts.get(c.name)) is not None}}
+            for r in results]
+
+
+def to_json(diagnosed: Diagnosed, concepts: Sequence[Concept] = CONCEPTS, results: Sequence | None = None) -> dict:
+    data: dict = {
         "submissions": len(diagnosed),
         "concepts": {name: [{"mistake": m.mistake, "misunderstanding": m.misunderstanding, "count": m.count,
                              "submissions": m.submissions} for m in counts]
                      for name, counts in tally(diagnosed, concepts).items()},
     }
+    if results is not None:
+        data["results"] = outcomes(results, concepts)
+    return data
 
 
-def to_markdown(diagnosed: Diagnosed, concepts: Sequence[Concept] = CONCEPTS) -> str:
+def outcome_lines(results: Sequence, concepts: Sequence[Concept] = CONCEPTS) -> list[str]:
+    """A row per submission (each concept's status), then, per concept, every submission that did not pass it."""
+    rows = outcomes(results, concepts)
+    lines = ["## Every submission", "", "| submission | " + " | ".join(c.name for c in concepts) + " |",
+             "|---|" + "---|" * len(concepts)]
+    for row in rows:
+        cells = [row["concepts"].get(c.name, {}).get("status", "" if row["graded"] else "not graded")
+                 for c in concepts]
+        lines.append(f"| {_cell(row['submission'])} | " + " | ".join(cells) + " |")
+    lines += ["", "## What did not pass, concept by concept", ""]
+    for c in concepts:
+        missed = [(row["submission"], row["concepts"][c.name]) for row in rows
+                  if c.name in row["concepts"] and row["concepts"][c.name]["status"] != "passed"]
+        if missed:
+            lines += [f"### {c.number}. {c.name}: {len(missed)} of {len(rows)} did not pass", ""]
+            lines += [f"- {_cell(who)} ({r['status']}): {_cell(r['message'])}" for who, r in missed]
+            lines.append("")
+    if lines[-2] == "## What did not pass, concept by concept":
+        lines += ["Every submission passed every concept.", ""]
+    return lines
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def to_markdown(diagnosed: Diagnosed, concepts: Sequence[Concept] = CONCEPTS, results: Sequence | None = None) -> str:
     total = len(diagnosed)
     lines = ["# The class's misconceptions", "",
              f"{total} submission(s) diagnosed: how many behave like each catalogued mistake (`kata diagnose`), "
@@ -90,6 +132,8 @@ def to_markdown(diagnosed: Diagnosed, concepts: Sequence[Concept] = CONCEPTS) ->
     if clean:
         lines += [f"No catalogued mistake found in {'any concept' if len(clean) == len(concepts) else 'the others'}"
                   f": {', '.join(clean)}.", ""]
+    if results is not None:
+        lines += outcome_lines(results, concepts)
     return "\n".join(lines)
 
 
@@ -121,12 +165,14 @@ def plot(diagnosed: Diagnosed, path: Path, concepts: Sequence[Concept] = CONCEPT
     plt.close(figure)
 
 
-def write(diagnosed: Diagnosed, folder: str | Path, concepts: Sequence[Concept] = CONCEPTS) -> list[Path]:
-    """misconceptions.md, .json and .png in ``folder`` (created if needed); returns the paths."""
+def write(diagnosed: Diagnosed, folder: str | Path, concepts: Sequence[Concept] = CONCEPTS,
+          results: Sequence | None = None) -> list[Path]:
+    """misconceptions.md, .json and .png in ``folder`` (created if needed); returns the paths. ``results`` (the
+    grader's, kata.grading.results.SubmissionResult) adds a row per submission and what did not pass."""
     target = Path(folder).expanduser()
     target.mkdir(parents=True, exist_ok=True)
     markdown, report, figure = (target / f"misconceptions.{suffix}" for suffix in ("md", "json", "png"))
-    markdown.write_text(to_markdown(diagnosed, concepts))
-    report.write_text(json.dumps(to_json(diagnosed, concepts), indent=2) + "\n")
+    markdown.write_text(to_markdown(diagnosed, concepts, results))
+    report.write_text(json.dumps(to_json(diagnosed, concepts, results), indent=2) + "\n")
     plot(diagnosed, figure, concepts)
     return [markdown, report, figure]

@@ -23,15 +23,25 @@ def cmd_grade(args: argparse.Namespace) -> int:
     from kata.grading import batch, grader, results
 
     if not args.submissions:
-        print("kata grade: no SUBMISSION given: grading your own ./exercises", file=sys.stderr)
+        own = Path("exercises").resolve()
+        if not own.is_dir():
+            print(f"kata grade: no SUBMISSION given, and no exercises/ here to grade (looked in {own}): run it in the "
+                  "repository, or name the folders to grade", file=sys.stderr)
+            return 2
+        print(f"kata grade: no SUBMISSION given: grading your own ./exercises ({own})", file=sys.stderr)
     submissions = []
     for given in args.submissions or ["./exercises"]:
-        found, note = submission_folders(given)
-        if note:
+        found, notes = submission_folders(given)
+        for note in notes:
             print(f"kata grade: {note}", file=sys.stderr)
         submissions += found
     if not submissions:
         print("kata grade: no folder to grade", file=sys.stderr)
+        return 2
+    if args.gradescope and len(submissions) > 1:  # before grading anything: results.json holds one submission
+        print(f"kata grade: --gradescope writes one submission's results.json, and {len(submissions)} were found "
+              f"({', '.join(results.printable(s) for s in submissions[:3])}{', ...' if len(submissions) > 3 else ''})"
+              ": give exactly one SUBMISSION (several: --json, --csv or --markdown)", file=sys.stderr)
         return 2
     concepts = args.concepts or list(CONCEPTS)
     cores = os.cpu_count() or 1
@@ -47,8 +57,13 @@ def cmd_grade(args: argparse.Namespace) -> int:
         sandbox=not args.no_sandbox,
         passed_variables=args.pass_env,
     )
+    refused = grading.sandbox_problem()
+    if refused:  # before grading anything: never run submitted code unsandboxed unless told to
+        print(f"kata grade: {refused}", file=sys.stderr)
+        return 2
     print(f"kata grade: {len(submissions)} submission(s), {jobs} at a time, {args.timeout:g} s per test, "
-          f"{grading.watchdog:g} s per run", file=sys.stderr, flush=True)
+          f"{grading.watchdog:g} s per run" + (", unsandboxed (--no-sandbox)" if args.no_sandbox else ""),
+          file=sys.stderr, flush=True)
     done = [0]
 
     def progress(result: results.SubmissionResult) -> None:
@@ -68,7 +83,8 @@ def cmd_grade(args: argparse.Namespace) -> int:
     if args.class_report:
         from kata.grading import class_report
 
-        for path in class_report.write(class_report.from_results(graded), args.class_report, concepts):
+        written = class_report.write(class_report.from_results(graded), args.class_report, concepts, results=graded)
+        for path in written:
             print(f"wrote {path}", file=sys.stderr)
     return 130 if interrupted else 0
 
@@ -77,23 +93,33 @@ def holds_a_concept_module(folder: Path) -> bool:
     return any((folder / f"{c.name}.py").is_file() for c in CONCEPTS) or (folder / "exercises").is_dir()
 
 
-def submission_folders(given: str) -> tuple[list[str], str]:
-    """The submissions ``given`` names, and what to say about it ("" when nothing): a folder laid out like
-    exercises/ is one; a folder holding no concept module whose subfolders are submissions (``kata grade
-    submissions`` for ``kata grade submissions/*``) is each of them; a path that is not a folder, none (`kata grade
+def submission_folders(given: str, seen: frozenset[Path] = frozenset()) -> tuple[list[str], list[str]]:
+    """The submissions ``given`` names, and the lines to say about it. A folder laid out like exercises/ (a concept
+    module, or an exercises/ folder, in it) is one. A folder with none but with folders in it (``kata grade
+    submissions``) is a class: every entry in it, hidden ones aside, is taken as if given on its own, exactly as
+    ``kata grade submissions/*`` takes them, so each folder gets its row, an empty one included (an ``error``
+    saying it is empty), and a file is skipped with one line. Any other folder is one submission (an ``error`` row
+    if it holds no concept module); a path that is not a folder is skipped with one line (`kata grade
     submissions/*` run again meets the reports it wrote there)."""
     folder = Path(given)
     if not folder.exists():
-        return [], f"skipped {given}: no such folder"
+        return [], [f"skipped {given}: no such folder"]
     if not folder.is_dir():
-        return [], f"skipped {given}: not a folder"
-    if holds_a_concept_module(folder):
-        return [given], ""
-    inside = sorted(str(child) for child in folder.iterdir() if child.is_dir() and holds_a_concept_module(child))
-    if inside:
-        return inside, (f"{given} holds no concept module but {len(inside)} folders that do: grading each of them "
-                        f"as a submission (as `kata grade {given.rstrip('/')}/*` would)")
-    return [given], ""
+        return [], [f"skipped {given}: not a folder"]
+    real = folder.resolve()
+    if holds_a_concept_module(folder) or real in seen:
+        return [given], []
+    entries = sorted(str(child) for child in folder.iterdir() if not child.name.startswith("."))
+    if not any(Path(entry).is_dir() for entry in entries):
+        return [given], []
+    found, notes = [], []
+    for entry in entries:
+        inside, said = submission_folders(entry, seen | {real})
+        found += inside
+        notes += said
+    head = (f"{given} holds no concept module but {sum(Path(e).is_dir() for e in entries)} folder(s): grading "
+            f"each as a submission, as `kata grade {given.rstrip('/')}/*` would ({len(found)} submission(s))")
+    return found, [head, *notes]
 
 
 def cmd_release(args: argparse.Namespace) -> int:
@@ -127,9 +153,12 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
         description=textwrap.dedent("""\
             Grade each SUBMISSION, a folder laid out like exercises/ (default: ./exercises), with this
-            repository's tests, each submission in one pytest subprocess in a fresh copy of the tests (the ci
-            Hypothesis profile, so every submission meets the same examples; slow integration tests included
-            unless --no-slow: they prove the code trains; the frame tests are not run).
+            repository's tests. A folder that holds no concept module but folders (submissions/) is a class: each
+            entry in it is taken as `kata grade submissions/*` takes it, so every folder gets its row (an empty one
+            an error saying so); a path that is not a folder is skipped with one line. Each submission is graded
+            in one pytest subprocess in a fresh copy of the tests (the ci Hypothesis profile, so every submission
+            meets the same examples; slow integration tests included unless --no-slow: they prove the code
+            trains; the frame tests are not run).
 
             Each concept is graded on the submission's own module for it and the reference's modules for the
             concepts it builds on, so a broken early concept costs only its own points (--chained: everything
@@ -138,12 +167,14 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
             gae it fails (gae is wrong)").
 
             Points are partial credit: a concept earns points * passed / (passed + failed). Status per concept:
-              passed   every test passed
-              failed   some test failed (the first failure's message is reported)
-              error    the module (or the whole package) does not import, imports solutions, or no test
-                       ran, or the run changed the grader's copy of the tests: zero points
-              timeout  a test ran longer than --timeout (killed shortly after if it ignores the alarm), the
-                       run had to be killed, or it used up its CPU time: zero points
+              passed         every test passed
+              failed         some test failed (the first failure's message is reported)
+              not attempted  the module is the untouched stub: every function still raises the stub's
+                             not_implemented, none is the student's own, and no test passed: zero points
+              error          the module (or the whole package) does not import, imports solutions, or no
+                             test ran, or the run changed the grader's copy of the tests: zero points
+              timeout        a test ran longer than --timeout (killed shortly after if it ignores the
+                             alarm), the run had to be killed, or it used up its CPU time: zero points
             A hanging concept costs one --timeout; the other concepts are still graded. Each run has limits on
             address space, CPU time and processes (named in the notes when they fire), and no process it
             started outlives it. One submission's failure never stops the batch; the reports are rewritten
@@ -152,20 +183,23 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
             Output: a Markdown table on stdout (and in --markdown FILE); --json {"submissions": [{"submission",
             "graded", "total", "max_total", "notes", "concepts": {NAME: {"points", "max_points", "passed", "failed",
             "status", "message", "chained_status", "chained_message", "diagnoses"}}}]}; --csv one row per submission:
-            a column per concept, the total, the maximum, each concept's status, the first message, the diagnoses
-            and the notes (blank if not graded, never 0; a note every row shares is said once, in --markdown);
-            --gradescope the results.json of Gradescope (one test per concept; one submission only; `kata autograder`
-            builds the whole autograder); --class-report DIR misconceptions.md, .json and .png. A failed concept's
-            diagnoses name the catalogued mistakes its functions behave like (kata diagnose, on the submission's own
-            modules beside the reference, under the same limits and sandbox).
+            a column per concept, the total, the maximum, each concept's status, each concept's message (the first
+            failure of every concept not passed), the diagnoses and the notes (blank if not graded, never 0; a
+            note every row shares is said once, in --markdown); --gradescope the results.json of Gradescope (one
+            test per concept; one submission only, refused at the start when several are found; `kata autograder`
+            builds the whole autograder); --class-report DIR misconceptions.md, .json and .png, with every
+            submission's statuses and messages. A failed concept's diagnoses name the catalogued mistakes its
+            functions behave like (kata diagnose, on the submission's own modules beside the reference, under the
+            same limits and sandbox).
 
             Where bubblewrap (bwrap) works, on Linux, each run of a submission's code (its tests, its diagnosis)
             sees only its own copy read-write and the interpreter read-only: no home, no other submission, not
-            this repository, no network, and its processes end with it. Where bwrap is missing or cannot start, a
-            note in the reports and a line on stderr say so, and grading goes on unsandboxed, with your rights
-            (your files, the network); --no-sandbox asks for that: then grade untrusted code inside a container or
-            a throwaway virtual machine. Either way the submitted code runs in the process that records its
-            results, so code written to cheat can still forge its own (docs/grading.md)."""))
+            this repository, no network, and its processes end with it. Where bwrap is missing or cannot start,
+            kata grade grades nothing: it says why in one line, with the command that installs it (sudo apt-get
+            install bubblewrap), and exits 2. --no-sandbox grades unsandboxed, with your rights (your files, the
+            network): then grade untrusted code inside a container or a throwaway virtual machine. Either way the
+            submitted code runs in the process that records its results, so code written to cheat can still forge
+            its own (docs/grading.md)."""))
     p.add_argument("submissions", nargs="*", metavar="SUBMISSION", help="folders to grade (default ./exercises)")
     p.add_argument("--json", metavar="FILE", help="write the JSON report to FILE")
     p.add_argument("--csv", metavar="FILE", help="write one CSV row per submission to FILE")
@@ -188,7 +222,8 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
                    help="pass the environment variable NAME on to the runs (repeatable; by default a run gets only "
                    "PATH, HOME, the locale, the terminal and the time zone of the grader's environment)")
     p.add_argument("--no-sandbox", action="store_true",
-                   help="run submissions without bubblewrap (default: sandboxed where bwrap works)")
+                   help="run submitted code without bubblewrap, with your rights (default: sandboxed; where bwrap "
+                   "is missing or cannot start, kata grade refuses to grade)")
     p.add_argument("--concepts", type=lambda text: [concept_argument(n) for n in text.split(",") if n],
                    default=None, metavar="NAME,NAME", help="grade these concepts only (default: all)")
     p.set_defaults(handler=cmd_grade)

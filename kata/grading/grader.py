@@ -26,9 +26,10 @@ Robustness, in layers:
    rewritten after every test, names the test that was running: its concept gets ``timeout`` (or ``error`` if the
    process died or was interrupted), and the concepts not finished yet are graded again in a fresh subprocess.
 3. Every run goes through kata.grading.limits: limits on address space, CPU time and processes (named in the report
-   when they fire), and no process left behind, whether started in the background or in a new session. Where bwrap
-   works, kata.grading.sandbox also confines each run and diagnosis: its copy read-write, the interpreter read-only,
-   nothing else, no network, a PID namespace of its own (``sandbox=False``: off; where it fails, a note says why).
+   when they fire), and no process left behind, whether started in the background or in a new session.
+   kata.grading.sandbox (bwrap) also confines each run and diagnosis: its copy read-write, the interpreter
+   read-only, nothing else, no network, a PID namespace of its own. ``sandbox=False`` turns it off; with it on and
+   bwrap missing or unable to start, nothing runs: :class:`SandboxUnavailable` (``sandbox_problem()`` says why).
 4. A submission cannot import ``solutions`` or the catalogues (kata.grading.guard), and a run that changes the copy
    of the tests it ran with is reported and its concepts become ``error``.
 5. Anything else that goes wrong with one submission becomes ``error`` for its concepts; the batch goes on
@@ -65,6 +66,7 @@ from kata.grading.results import (
     chained_sentence,
     concept_result,
     error_result,
+    mark_not_attempted,
     printable,
 )
 from kata.testing.limits import DEFAULT_TEST_TIMEOUT
@@ -94,6 +96,11 @@ def default_kill_grace(timeout: float) -> float:
 
 class GradingStopped(Exception):
     """Raised inside a grading thread once the batch was interrupted (:meth:`Grader.stop`)."""
+
+
+class SandboxUnavailable(RuntimeError):
+    """The grader was asked to sandbox its runs and bwrap cannot: no submitted code is run (the message says why,
+    and how to install bwrap or to grade unsandboxed)."""
 
 
 @dataclass
@@ -144,9 +151,9 @@ class Grader:
         self.reference = Path(reference) if reference is not None else self.repository / workspace.REFERENCE
         self.python = python
         self.diagnose = diagnose  # name the catalogued mistakes each failed concept behaves like (kata diagnose)
-        self.sandbox = sandbox  # confine every run with bwrap where it works (kata.grading.sandbox)
+        self.sandbox = sandbox  # confine every run with bwrap, or run nothing (kata.grading.sandbox)
         self.passed_variables = tuple(passed_variables)  # the grader's variables a run may see beyond the basics
-        self._unsandboxed: str | None = None  # why not, once known ("" when sandboxed or not asked)
+        self._sandbox_problem: str | None = None  # why bwrap cannot confine the runs, once known ("" when it can)
         self._active: set[subprocess.Popen[bytes]] = set()
         self._lock = threading.Lock()
         self.stopped = False
@@ -184,19 +191,22 @@ class Grader:
         return [self.python, "-m", "kata.grading.limits", *limits, "--"]
 
     def _confined(self, scratch: Path) -> list[str]:
-        """The bwrap prefix that confines a run to ``scratch`` (before ``_limits()``), or [] when unsandboxed."""
-        if not self.sandbox or self.unsandboxed():
+        """The bwrap prefix that confines a run to ``scratch`` (before ``_limits()``), or [] when ``sandbox`` is off;
+        SandboxUnavailable where bwrap cannot confine it: submitted code never runs unsandboxed unless asked."""
+        if not self.sandbox:
             return []
+        problem = self.sandbox_problem()
+        if problem:
+            raise SandboxUnavailable(problem)
         return bwrap.command(scratch, python=self.python, hidden=(self.repository, self.reference))
 
-    def unsandboxed(self) -> str | None:
-        """Why runs are not sandboxed though ``sandbox`` asks (one line, said once on stderr), or None."""
+    def sandbox_problem(self) -> str | None:
+        """Why bwrap cannot confine the runs though ``sandbox`` asks (one line: the command that installs it, the
+        flag that grades unsandboxed), or None: asked once, before anything runs (`kata grade` refuses then)."""
         with self._lock:
-            if self._unsandboxed is None:
-                self._unsandboxed = (bwrap.unavailable(self.python) or "") if self.sandbox else ""
-                if self._unsandboxed:
-                    print(f"kata grade: {self._unsandboxed}", file=sys.stderr, flush=True)
-        return self._unsandboxed or None
+            if self._sandbox_problem is None:
+                self._sandbox_problem = (bwrap.unavailable(self.python) or "") if self.sandbox else ""
+        return self._sandbox_problem or None
 
     def _environment(self) -> dict[str, str]:
         environment = bwrap.run_environment(self.passed_variables)
@@ -281,11 +291,13 @@ class Grader:
         """Grade one submission; never raises for anything the submission does."""
         result = SubmissionResult(printable(submission))
         folder = Path(submission).expanduser().resolve()
-        problem = _layout_problem(folder)
+        problem = workspace.layout_problem(folder)
         if problem:
             result.concepts = {c.name: error_result(c, problem) for c in self.concepts}
             return result
         result.concepts = self._grade_concepts(folder, self.concepts, chained=self.chained, notes=result.notes)
+        for name, r in result.concepts.items():  # an untouched stub: told apart from code that fails
+            mark_not_attempted(r, folder / f"{name}.py", self.reference / f"{name}.py")
         if self.chained:
             for r in result.concepts.values():
                 r.chained_status = r.status
@@ -298,7 +310,6 @@ class Grader:
         result.concepts = {c.name: result.concepts[c.name] for c in self.concepts}
         if self.diagnose:
             self._diagnose(folder, result)
-        result.notes.extend(filter(None, [self.unsandboxed()]))  # graded unsandboxed though asked: say so
         return result
 
     def _diagnose(self, folder: Path, result: SubmissionResult) -> None:
@@ -435,11 +446,3 @@ def _stop(process: subprocess.Popen[bytes]) -> None:
         except subprocess.TimeoutExpired:
             continue
 
-
-def _layout_problem(folder: Path) -> str | None:
-    if not folder.is_dir():
-        return f"{printable(folder)} is not a folder"
-    if not any((folder / f"{c.name}.py").exists() for c in CONCEPTS):
-        return (f"{printable(folder)} holds none of the concept modules "
-                f"({', '.join(c.name + '.py' for c in CONCEPTS)})")
-    return None

@@ -24,8 +24,9 @@ from typing import Any
 
 from kata.concepts.manifest import CONCEPTS, Concept, catalogued_mistake
 
-STATUSES = ("passed", "failed", "error", "timeout")
-VERBS = {"passed": "passes", "failed": "fails", "error": "does not load", "timeout": "hangs"}
+STATUSES = ("passed", "failed", "not attempted", "error", "timeout")
+VERBS = {"passed": "passes", "failed": "fails", "not attempted": "is still the stub", "error": "does not load",
+         "timeout": "hangs"}
 
 
 @dataclass
@@ -34,7 +35,7 @@ class ConceptResult:
     max_points: float
     passed: int
     failed: int
-    status: str  # passed | failed | error | timeout: on the concept's own code (or all the submission's, --chained)
+    status: str  # one of STATUSES: on the concept's own code (or all the submission's, --chained)
     message: str
     chained_status: str = ""  # with the submission's own earlier concepts; "" until known
     chained_message: str = ""  # the sentence that says how the two differ; "" when they agree
@@ -104,6 +105,17 @@ def concept_result(concept: Concept, summary: dict[str, Any] | None) -> ConceptR
     return ConceptResult(points, max_points, passed, failed, "passed" if failed == 0 else "failed", message)
 
 
+def mark_not_attempted(r: ConceptResult, module: Path, reference: Path | None) -> None:
+    """``failed`` becomes ``not attempted`` where ``module`` is an untouched stub: no test passed, and its source
+    (read, not imported) holds no function of the student's own: every function it defines still raises the
+    stub's ``not_implemented(...)`` or is the code the reference gives ready-made (``kata status``'s "not
+    started"), so every test failed on the stub's "not implemented yet" line."""
+    from kata.concepts.sources import analyse_source  # the ast only: no import of the module
+
+    if r.status == "failed" and r.passed == 0 and analyse_source(module, reference).not_started:
+        r.status = "not attempted"
+
+
 def chained_sentence(name: str, own: str, chained: str, culprits: Sequence[tuple[str, str]]) -> str:
     """"ppo_cartpole passes on its own code; with your gae it fails (gae is wrong)"."""
     yours = " and ".join(culprit for culprit, _ in culprits)
@@ -121,25 +133,27 @@ def to_json(results: Sequence[SubmissionResult]) -> dict[str, Any]:
 
 def to_csv(results: Sequence[SubmissionResult], concepts: Sequence[Concept] = CONCEPTS) -> str:
     """One row per submission: its points in each concept, the total, the maximum, each concept's status (passed,
-    failed, error, timeout: an error is code that did not load, not a test that failed), the first problem's
-    message ("gae: ..."), the diagnoses and the notes (blank if not graded). A note every graded submission shares
-    (no sandbox on this machine) is the run's, not a row's: the Markdown and JSON reports carry it."""
+    failed, not attempted, error, timeout: an error is code that did not load, not a test that failed), each
+    concept's message (the first failure of every concept not passed; blank for one passed), the diagnoses and the
+    notes (blank if not graded). A note every graded submission shares is the run's, not a row's: the Markdown and
+    JSON reports carry it."""
     stream = io.StringIO()
     writer = csv.writer(stream, lineterminator="\n")
     writer.writerow(["submission", *(c.name for c in concepts), "total", "max_total",
-                     *(f"{c.name} status" for c in concepts), "first message", "diagnoses", "notes"])
+                     *(f"{c.name} status" for c in concepts), *(f"{c.name} message" for c in concepts),
+                     "diagnoses", "notes"])
     shared = shared_notes(results)
     for result in results:
         if not result.graded:
-            writer.writerow([result.submission, *([""] * (2 * len(concepts) + 4)), "; ".join(result.notes)])
+            writer.writerow([result.submission, *([""] * (3 * len(concepts) + 3)), "; ".join(result.notes)])
             continue
         mine = [result.concepts.get(c.name) for c in concepts]
         cells = [format_points(r.points) if r else "" for r in mine]
         statuses = [r.status if r else "" for r in mine]
-        first = next((f"{c.name}: {r.message}" for c, r in zip(concepts, mine) if r and r.status != "passed"), "")
+        messages = [r.message if r and r.status != "passed" else "" for r in mine]
         diagnoses = [m for r in mine if r for m in diagnoses_of(r)]
         writer.writerow([result.submission, *cells, format_points(result.total), format_points(result.max_total),
-                         *statuses, first, " ".join(diagnoses),
+                         *statuses, *messages, " ".join(diagnoses),
                          "; ".join(note for note in _notes(result) if note not in shared)])
     return stream.getvalue()
 
@@ -173,6 +187,9 @@ def gradescope_output(concept: Concept, r: ConceptResult) -> str:
     """What a student reads under one concept: the counts, the first failure, how the chain differs, what to run."""
     if r.status == "error":  # the code did not load: no test ran, so none passed or failed
         output = f"error: {r.message}"
+    elif r.status == "not attempted":
+        output = (f"not attempted: {concept.name}.py is still the stub as handed out (0 of {r.failed} tests "
+                  f"passed)\nfirst failure: {r.message}")
     else:
         output = f"{r.status}: {r.passed} of {r.passed + r.failed} tests passed"
         if r.message:

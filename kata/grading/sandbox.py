@@ -50,8 +50,8 @@ SYSTEM = ("/usr",)  # bound read-only whole
 TOP_LEVEL = ("bin", "sbin", "lib", "lib32", "lib64", "libx32")  # folders or, on a merged /usr, symlinks into it
 SYSTEM_FILES = ("/etc/ld.so.cache",)
 CHECK_SECONDS = 30.0
-INSTALL = "install it with `apt-get install bubblewrap` (Debian, Ubuntu) or your distribution's bubblewrap package"
-NOT_SANDBOXED = "submissions ran unsandboxed, with the grader's files, network and processes"
+INSTALL = "install it with `sudo apt-get install bubblewrap`"
+UNSANDBOXED = "or grade unsandboxed, with your rights (your files, the network), with --no-sandbox"
 
 
 PASSED_VARIABLES = ("PATH", "HOME", "LANG", "LANGUAGE", "TERM", "TZ", "SYSTEMROOT", "MPLBACKEND")
@@ -131,17 +131,19 @@ def interpreter_paths(python: str) -> tuple[Path, ...]:
 
 
 def unavailable(python: str = sys.executable) -> str | None:
-    """None if bwrap runs ``python`` confined here; otherwise one line saying why and what to do. Tried once per
-    bwrap on PATH and interpreter (about 0.1 s), then remembered: cheap to ask per batch."""
+    """None if bwrap runs ``python`` confined here; otherwise one line saying why and what to do (the command that
+    installs it, or the flag that grades unsandboxed). Tried once per bwrap on PATH and interpreter (about 0.1 s),
+    then remembered: cheap to ask per batch."""
     return _unavailable(shutil.which("bwrap"), python)
 
 
 @lru_cache(maxsize=None)
 def _unavailable(bwrap: str | None, python: str) -> str | None:
     if not sys.platform.startswith("linux"):
-        return f"no sandbox: bubblewrap needs Linux; {NOT_SANDBOXED} (grade untrusted code in a Linux container)"
+        return f"no sandbox: bubblewrap needs Linux; grade in a Linux container, {UNSANDBOXED}"
     if bwrap is None:
-        return f"no sandbox: bwrap (bubblewrap) is not installed; {NOT_SANDBOXED}; {INSTALL}"
+        return f"no sandbox: bwrap (bubblewrap), which confines every run of submitted code, is not installed: " \
+               f"{INSTALL}, {UNSANDBOXED}"
     with tempfile.TemporaryDirectory(prefix="kata-sandbox-") as scratch:
         try:
             for one in dict.fromkeys((python, sys.executable)):  # the real prefix: what fails here fails every run
@@ -152,8 +154,8 @@ def _unavailable(bwrap: str | None, python: str) -> str | None:
                     lines = [line.strip() for line in completed.stderr.splitlines() if line.strip()]
                     raise OSError(lines[-1] if lines else f"exit status {completed.returncode}")
         except (OSError, subprocess.SubprocessError, ValueError) as error:
-            return (f"no sandbox: {bwrap} cannot start here ({error}); {NOT_SANDBOXED}; it needs user namespaces "
-                    f"(in a container: a policy that allows them) or {INSTALL}")
+            return (f"no sandbox: {bwrap} cannot start here ({error}): it needs user namespaces (in a container: a "
+                    f"policy that allows them), {UNSANDBOXED}")
     return None
 
 

@@ -23,6 +23,7 @@ from pathlib import Path
 
 from kata.concepts.impl import REPOSITORY_ROOT, VIEWS_MARKER
 from kata.concepts.manifest import CONCEPTS, Concept, concept
+from kata.grading.results import printable
 
 COPIED = ("tests", "conftest.py", "pyproject.toml", "pytest.ini")  # what a grading run needs, and the grader's kata
 KATA_PACKAGE = Path(__file__).resolve().parents[1]
@@ -65,6 +66,20 @@ def concept_views(submission: Path, destination: Path, concepts: Iterable[Concep
     (destination / VIEWS_MARKER).write_text("one folder per concept: the submission's own module for it, the "
                                             "reference's for every other\n")
     return destination
+
+
+def layout_problem(folder: Path) -> str | None:
+    """Why ``folder`` cannot be graded as a submission (one line, the concept modules expected), or None: it is not
+    a folder, it is empty (hidden files aside), or it holds none of the concept modules."""
+    expected = ", ".join(f"{c.name}.py" for c in CONCEPTS)
+    shown = printable(folder)
+    if not folder.is_dir():
+        return f"{shown} is not a folder"
+    if all(entry.name.startswith(".") for entry in folder.iterdir()):
+        return f"{shown} is empty: nothing was handed in (expected the concept modules: {expected})"
+    if not any((folder / f"{c.name}.py").exists() for c in CONCEPTS):
+        return f"{shown} holds none of the concept modules ({expected})"
+    return None
 
 
 def fingerprint(root: Path) -> dict[str, str]:

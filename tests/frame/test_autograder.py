@@ -106,6 +106,8 @@ def test_the_autograder_grades_a_stub(tmp_path, zip_path):
     assert data["score"] == 0, f"an untouched stub earns nothing: {data['score']}"
     assert all("not implemented yet" in t["output"] for t in data["tests"]), (
         "each stub concept's output says it is not implemented yet")
+    assert all(t["output"].startswith("not attempted: ") for t in data["tests"]), (
+        f"each stub concept is not attempted, told apart from a failure: {[t['output'] for t in data['tests']]}")
 
 
 @pytest.mark.slow

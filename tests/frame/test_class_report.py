@@ -87,6 +87,46 @@ def test_the_three_files(diagnosed, tmp_path):
     assert empty[2].stat().st_size > 0, "a class with no mistakes still gets a (non-empty) figure"
 
 
+def test_given_the_grades_every_submission_has_a_row_and_every_concept_not_passed_its_message(diagnosed, tmp_path):
+    ConceptResult = reports.ConceptResult
+    graded = [
+        reports.SubmissionResult("subs/alice", {
+            "baselines": ConceptResult(10.0, 10.0, 8, 0, "passed", ""),
+            "gae": ConceptResult(9.0, 15.0, 6, 4, "failed", "AssertionError: the cut | leaks",
+                                 extra={"diagnoses": ["gae/truncation_as_termination"]})}),
+        reports.SubmissionResult("subs/bob", {
+            "baselines": ConceptResult(0.0, 10.0, 0, 8, "not attempted", "not implemented yet: rloo_advantages"),
+            "gae": ConceptResult(0.0, 15.0, 0, 0, "error", "gae.py could not be imported (SyntaxError near line 4)")}),
+        reports.SubmissionResult("subs/carol", {name: reports.error_result(concept(name), "subs/carol is empty")
+                                                for name in ("baselines", "gae")}),
+        reports.not_graded("subs/dan", "not graded (interrupted)"),
+    ]
+    concepts = [concept("baselines"), concept("gae")]
+    written = class_report.write(class_report.from_results(graded), tmp_path / "report", concepts, results=graded)
+    markdown = written[0].read_text()
+    for row in ("| subs/alice | passed | failed |", "| subs/bob | not attempted | error |",
+                "| subs/carol | error | error |", "| subs/dan | not graded | not graded |"):
+        assert row in markdown, f"every submission has its row of statuses, {row!r} among them: {markdown}"
+    for line in ("- subs/alice (failed): AssertionError: the cut \\| leaks",
+                 "- subs/bob (not attempted): not implemented yet: rloo_advantages",
+                 "- subs/bob (error): gae.py could not be imported (SyntaxError near line 4)",
+                 "- subs/carol (error): subs/carol is empty"):
+        assert line in markdown.splitlines(), f"each concept not passed has its line and message, {line!r}: {markdown}"
+    assert "### 3. gae: 3 of 4 did not pass" in markdown, f"counted per concept: {markdown}"
+    report = json.loads(written[1].read_text())
+    assert [entry["submission"] for entry in report["results"]] == [r.submission for r in graded], (
+        f"the JSON's results have every submission, in order: {report['results']}")
+    assert report["results"][1]["concepts"]["gae"] == {
+        "status": "error", "message": "gae.py could not be imported (SyntaxError near line 4)"}, (
+        f"the JSON has every concept's status and message: {report['results'][1]}")
+    assert report["results"][0]["concepts"]["baselines"] == {"status": "passed", "message": ""}, "passed: no message"
+    assert "| 1 of 3 | `gae/truncation_as_termination` |" in markdown, f"the counts are as before: {markdown}"
+    perfect = reports.SubmissionResult("subs/erin", {c.name: ConceptResult(c.points, c.points, 8, 0, "passed", "")
+                                                     for c in concepts})
+    assert "Every submission passed every concept." in class_report.to_markdown({}, concepts, [perfect]), (
+        "a class with nothing failed says so")
+
+
 @pytest.mark.e2e
 def test_the_grader_diagnoses_failed_concepts_and_the_report_counts_them(tmp_path):
     from kata.grading import grader as grade
@@ -96,7 +136,8 @@ def test_the_grader_diagnoses_failed_concepts_and_the_report_counts_them(tmp_pat
         "gae": reports.ConceptResult(9.0, 15.0, 6, 4, "failed", "AssertionError: ..."),
         "baselines": reports.ConceptResult(10.0, 10.0, 8, 0, "passed", ""),
     })
-    grade.Grader(concepts=[concept("baselines"), concept("gae")], diagnose=True)._diagnose(folder, result)
+    grade.Grader(concepts=[concept("baselines"), concept("gae")], diagnose=True,
+                 sandbox=grade.bwrap.unavailable() is None)._diagnose(folder, result)
     assert result.concepts["gae"].extra["diagnoses"] == ["gae/truncation_as_termination"], (
         "a failed concept gets the mistakes it behaves like, found in a child process under the grader's limits")
     assert result.concepts["baselines"].extra["diagnoses"] == [], "a passed concept is not diagnosed"
@@ -127,7 +168,8 @@ def test_a_diagnosed_submission_changes_neither_this_repository_nor_its_own_fold
     handed_in = sorted(p.name for p in folder.iterdir())
     result = reports.SubmissionResult(str(folder), {"gae": reports.ConceptResult(9.0, 15.0, 6, 4, "failed", "...")})
     try:
-        grade.Grader(concepts=[concept("gae")], diagnose=True)._diagnose(folder, result)
+        grade.Grader(concepts=[concept("gae")], diagnose=True,
+                     sandbox=grade.bwrap.unavailable() is None)._diagnose(folder, result)
         assert result.concepts["gae"].extra["diagnoses"] == ["gae/truncation_as_termination"], (
             "the copies hold what a diagnosis needs: the submission still gets its diagnosis")
         assert not (REPOSITORY_ROOT / "tests" / marker).exists(), (

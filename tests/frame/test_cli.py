@@ -109,6 +109,7 @@ def test_grade_skips_what_is_not_a_folder_and_says_what_it_grades_by_default(tmp
     from kata.grading import batch as grade_batch
 
     graded = []
+    monkeypatch.setattr(grade_batch, "refuse_unsandboxed", lambda grader: None)  # the same where bwrap is missing
     monkeypatch.setattr(grade_batch, "grade_all", lambda submissions, grader, **_: graded.extend(submissions) or [])
     (tmp_path / "student-1").mkdir()
     (tmp_path / "grades.csv").write_text("submission\n")
@@ -129,17 +130,18 @@ def test_grade_takes_a_folder_of_submissions_for_its_submissions(tmp_path, monke
     from kata.grading import batch as grade_batch
 
     graded = []
+    monkeypatch.setattr(grade_batch, "refuse_unsandboxed", lambda grader: None)  # the same where bwrap is missing
     monkeypatch.setattr(grade_batch, "grade_all", lambda submissions, grader, **_: graded.extend(submissions) or [])
     submissions = tmp_path / "submissions"
     for name in ("alice", "bob"):
         (submissions / name).mkdir(parents=True)
         (submissions / name / "gae.py").write_text("")
-    (submissions / "reports").mkdir()  # not a submission: no concept module in it
+    (submissions / "carol").mkdir()  # handed in nothing: still a row (an error saying the folder is empty)
     assert cli.main(["grade", str(submissions), str(tmp_path / "missing")]) == 0, "`kata grade FOLDER` exits 0"
-    assert graded == [str(submissions / "alice"), str(submissions / "bob")], (
-        f"a folder of submissions is graded submission by submission: {graded}")
+    assert graded == [str(submissions / "alice"), str(submissions / "bob"), str(submissions / "carol")], (
+        f"a folder of submissions is graded folder by folder, an empty one included: {graded}")
     err = capsys.readouterr().err
-    assert "holds no concept module but 2 folders that do" in err, f"kata grade says what it understood: {err}"
+    assert "holds no concept module but 3 folder(s)" in err, f"kata grade says what it understood: {err}"
     assert f"skipped {tmp_path / 'missing'}: no such folder" in err, f"a missing path is no such folder: {err}"
 
 

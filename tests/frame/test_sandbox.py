@@ -5,7 +5,7 @@ grader's repository, write a file beside it, connect to a listener on 127.0.0.1 
 its run's supervisor, kata.grading.limits, to outlive it, where only the tests run). Sandboxed, every attempt fails
 and the submission keeps every point; unsandboxed, the same submission leaks, which proves the attempts are real.
 Where bwrap does not work the sandboxed tests skip, except under .ci/run ($KATA_REQUIRE_SANDBOX), which installs
-bubblewrap first.
+bubblewrap first; there `kata grade` refuses to grade, in one line, unless told --no-sandbox.
 """
 
 from __future__ import annotations
@@ -39,6 +39,7 @@ from tests.frame.test_grade import (
     process_tagged,
     sandbox_works,
     submission,
+    write_modules,
 )
 
 pytestmark = pytest.mark.frame
@@ -326,40 +327,61 @@ exit 1
 """
 
 
-@pytest.mark.e2e
-@pytest.mark.slow
-@pytest.mark.parametrize("case", ["missing", "failing", "no_sandbox"])
-def test_without_a_working_bwrap_grading_goes_on_and_says_so_in_one_line(tmp_path, monkeypatch, capfd, case):
+def fake_path(tmp_path: Path, monkeypatch, case: str) -> Path:
+    """A PATH whose only bwrap fails to start ("failing"), or none at all ("missing")."""
     fake = tmp_path / "bin"
     fake.mkdir()
-    if case != "missing":
+    if case == "failing":
         (fake / "bwrap").write_text(FAKE_BWRAP)
         (fake / "bwrap").chmod(0o755)
     monkeypatch.setenv("PATH", str(fake))  # the only bwrap there is, or none; the grader runs Python by its path
+    return fake
+
+
+@pytest.mark.parametrize("case", ["missing", "failing"])
+def test_without_a_working_bwrap_kata_grade_refuses_in_one_line_and_runs_nothing(tmp_path, monkeypatch, capsys, case):
+    fake = fake_path(tmp_path, monkeypatch, case)
+    graded = []
+    monkeypatch.setattr(grade.Grader, "grade", lambda self, folder: graded.append((folder, self.sandbox)))
+    folder = submission(tmp_path / "submissions", "a", MINI_SOLUTIONS)
+    assert cli.main(["grade", folder, "--json", str(tmp_path / "grades.json")]) == 2, "refused: exit 2"
+    error = capsys.readouterr().err
+    [line] = [line for line in error.splitlines() if "no sandbox" in line]
+    assert line.startswith("kata grade: no sandbox: ") and error.count("\n") == 1, (
+        f"one line, and nothing else, says why: {error!r}")
+    expected = "is not installed" if case == "missing" else "cannot start here (bwrap: No permissions"
+    assert expected in line and "--no-sandbox" in line, f"the line says why ({case}) and names the flag: {line}"
+    if case == "missing":
+        assert "`sudo apt-get install bubblewrap`" in line, f"the line names the command that installs it: {line}"
+    calls = (fake / "calls.txt").read_text().splitlines() if case == "failing" else []
+    assert graded == [] and len(calls) <= 1 and not (tmp_path / "grades.json").exists(), (
+        f"nothing graded, no report written, bwrap run once at most (the check): {graded}, {calls}")
+
+    grader = grade.Grader(concepts=MINI_CONCEPTS)  # the library refuses too: no submitted code runs unconfined
+    with pytest.raises(grade.SandboxUnavailable, match="no sandbox: "):
+        grading_batch.run_batch([folder], grader, reports=dict(json_path=str(tmp_path / "grades.json")))
+    assert graded == [] and not (tmp_path / "grades.json").exists(), "run_batch refuses before grading or writing"
+
+    assert cli.main(["grade", folder, "--no-sandbox"]) == 0, "--no-sandbox grades all the same"
+    assert graded == [(folder, False)], f"unsandboxed, as told: {graded}"
+
+
+@pytest.mark.e2e
+@pytest.mark.slow
+def test_no_sandbox_grades_every_point_without_running_bwrap_or_a_note(tmp_path, monkeypatch, capfd):
+    fake = fake_path(tmp_path, monkeypatch, "failing")
     repository = mini_repository(tmp_path / "repository")
-    grader = grade.Grader(concepts=MINI_CONCEPTS, timeout=5.0, watchdog=60.0, repository=repository,
-                          sandbox=case != "no_sandbox")
+    grader = grade.Grader(concepts=MINI_CONCEPTS, timeout=5.0, watchdog=60.0, repository=repository, sandbox=False)
     folders = [submission(tmp_path / "submissions", name, MINI_SOLUTIONS) for name in ("a", "b")]
     graded = grading_batch.grade_all(folders, grader, jobs=2)
-    assert [r.total for r in graded] == [MINI_MAX, MINI_MAX], f"grading goes on, every point: {graded}"
-    said = [line for line in capfd.readouterr().err.splitlines() if "no sandbox" in line]
-    if case == "no_sandbox":
-        assert [r.notes for r in graded] == [[], []] and said == [], "--no-sandbox: nothing to say"
-        assert not (fake / "calls.txt").exists(), "--no-sandbox: bwrap is never run"
-        return
-    [note] = graded[0].notes
-    assert graded[1].notes == [note] and note.startswith("no sandbox: "), (
-        f"every graded submission's notes say it in one line: {[r.notes for r in graded]}")
-    assert said == [f"kata grade: {note}"], f"stderr says it once for the batch: {said}"
-    if sys.platform.startswith("linux"):
-        assert "apt-get install bubblewrap" in note, f"the line says how to install bwrap: {note}"
-        expected = "is not installed" if case == "missing" else "cannot start here (bwrap: No permissions"
-        assert expected in note, f"the line says why ({case}): {note}"
-    assert "\n" not in note and note in report_of(tmp_path, case, graded)["notes"], "one line, in the report"
+    assert [r.total for r in graded] == [MINI_MAX, MINI_MAX], f"every point: {graded}"
+    assert [r.notes for r in graded] == [[], []] and "no sandbox" not in capfd.readouterr().err, "nothing to say"
+    assert not (fake / "calls.txt").exists(), "--no-sandbox: bwrap is never run"
 
 
 def test_kata_grade_no_sandbox_reaches_the_grader(tmp_path, monkeypatch):
     seen = []
+    monkeypatch.setattr(sandbox, "unavailable", lambda python=None: None)  # as where bwrap works
     monkeypatch.setattr(grading_batch, "run_batch", lambda submissions, grader, **_: seen.append(grader) or ([], False))
     (tmp_path / "student").mkdir()
     for extra in ([], ["--no-sandbox"]):
@@ -367,3 +389,28 @@ def test_kata_grade_no_sandbox_reaches_the_grader(tmp_path, monkeypatch):
     assert [g.sandbox for g in seen] == [True, False], (
         f"sandboxed by default, not with --no-sandbox: {[g.sandbox for g in seen]}")
 
+
+def test_the_autograder_grades_unsandboxed_in_gradescope_s_container_where_there_is_no_bwrap(tmp_path, monkeypatch):
+    """Gradescope's throwaway container is each upload's isolation, and bwrap is not there: the autograder grades
+    unsandboxed, explicitly, instead of refusing as `kata grade` does (kata.grading.autograder)."""
+    from kata.grading import autograder
+
+    fake_path(tmp_path, monkeypatch, "missing")
+    root = tmp_path / "autograder"
+    (root / "source").mkdir(parents=True)
+    (root / "source" / autograder.SETTINGS).write_text(json.dumps({"concepts": ["baselines"]}))
+    write_modules(root / "submission", {"baselines.py": MINI_SOLUTIONS["baselines.py"]})
+    made = []
+
+    class Recorded(grade.Grader):
+        def grade(self, submission):
+            made.append(self)
+            grading_batch.refuse_unsandboxed(self)  # what kata grade would meet: nothing, unsandboxed
+            return reports.SubmissionResult("submission", {"baselines": reports.ConceptResult(
+                10.0, 10.0, 4, 0, "passed", "")})
+
+    monkeypatch.setattr(autograder, "Grader", Recorded)
+    data = autograder.run(root)
+    assert [g.sandbox for g in made] == [False], f"the autograder grades unsandboxed: {[g.sandbox for g in made]}"
+    assert data["score"] == 10.0 and json.loads((root / "results" / "results.json").read_text())["score"] == 10.0, (
+        f"and writes its results: {data}")
