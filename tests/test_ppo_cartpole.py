@@ -515,8 +515,8 @@ def test_gradients_left_on_the_parameters_change_nothing(impl):
     assert torch.allclose(results[1], results[0], rtol=1e-6, atol=1e-7), (
         f"gradients the caller left on the parameters (.grad set before the call) changed the update: the networks "
         f"after it differ by up to {moved:.3g} from those of the same update without them; each step applies its "
-        "own minibatch's gradient alone, zeroed before backward(): "
-        + mistake("ppo_cartpole/zero_grad_after_step").replace("what ", "zero_grad() after step() is ", 1))
+        "own minibatch's gradient alone, zeroed before backward(); the update found is "
+        + mistake("ppo_cartpole/zero_grad_after_step"))
 
 
 @pytest.mark.parametrize("stepped", ["actor", "critic"])
@@ -532,8 +532,8 @@ def test_the_clip_covers_exactly_the_optimizers_parameters(impl, stepped):
         f"the optimizer steps the {stepped}'s parameters only, and its steps applied gradients of norms "
         f"{plain(optimizer.norms)} where max_grad_norm = {bound} (each step's own gradient norm is far above it): "
         "the gradient norm is clipped over exactly the optimizer's parameters, no more, no fewer"
-        + (", so the other network's gradient must not shrink the step; "
-           + mistake("ppo_cartpole/gradient_clipped_over_both_networks").replace("what ", "clipping as ", 1)
+        + (", so the other network's gradient must not shrink the step; the update found is "
+           + mistake("ppo_cartpole/gradient_clipped_over_both_networks")
            if low < bound * (1 - 1e-3) else ""))
 
 
@@ -570,7 +570,7 @@ def test_an_epoch_whose_kl_equals_target_kl_does_not_stop_the_update(impl):
     assert d["epochs_completed"] == 3, (
         f"epochs_completed is {d['epochs_completed']} with target_kl = {kl!r}, exactly every epoch's mean "
         "approximate KL (one sample, an actor that never moves): a mean equal to target_kl does not exceed it, so "
-        "all 3 epochs run; " + mistake("ppo_cartpole/target_kl_reached_stops").replace("what ", "stopping is ", 1))
+        "all 3 epochs run; the update found is " + mistake("ppo_cartpole/target_kl_reached_stops"))
     d = call_update(impl, actor, critic, optimizer, batch, dict(settings, target_kl=kl * (1 - 1e-6)), 14)
     assert d["epochs_completed"] == 1, (
         f"epochs_completed is {d['epochs_completed']} with target_kl = {kl * (1 - 1e-6)!r}, just below every "

@@ -372,8 +372,7 @@ def test_without_a_generator_each_call_draws_afresh_from_the_global_one(impl):
     assert not np.array_equal(runs[0][0], runs[0][1]), (
         f"with generator=None, two calls in a row after torch.manual_seed(5) sampled the same 64 rows (a valid "
         f"sampler repeats them with probability < {repeat:.1g}): each call draws from torch's global generator and "
-        "advances it; " + mistake("rloo_loop/global_generator_reseeded_every_call").replace(
-            "what ", "a generator reseeded at every call is ", 1))
+        "advances it; the sampler found is " + mistake("rloo_loop/global_generator_reseeded_every_call"))
     np.testing.assert_array_equal(runs[0][1], runs[1][1], err_msg=(
         "with generator=None, the second call after torch.manual_seed(5) sampled different rows each time: "
         "seeding torch's global generator fixes a sequence of calls"))
@@ -885,8 +884,8 @@ def test_gradients_left_on_the_parameters_change_nothing(impl):
     assert torch.allclose(results[1], results[0], rtol=1e-6, atol=1e-7), (
         f"gradients the caller left on the parameters (.grad set before the call) changed the iteration: the model "
         f"after it differs by up to {moved:.3g} from that of the same iteration without them; each epoch's step "
-        "applies its own gradient alone, zeroed before backward(): "
-        + mistake("rloo_loop/zero_grad_after_step").replace("what ", "zero_grad() after step() is ", 1))
+        "applies its own gradient alone, zeroed before backward(); the iteration found is "
+        + mistake("rloo_loop/zero_grad_after_step"))
 
 
 def replica_iteration(model, ids, mask, advantages, epochs, clip_epsilon, reduction, lr):
