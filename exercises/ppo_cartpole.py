@@ -133,7 +133,7 @@ def minibatch_indices(batch_size: int, minibatch_size: int, generator: torch.Gen
         generator: a ``torch.Generator``; the same generator state gives the same minibatches.
 
     Returns:
-        A list of int64 tensors whose concatenation holds every index exactly once, in a uniformly random order.
+        A list of int64 tensors whose concatenation holds every index exactly once, all orders equally likely.
 
     Example:
         >>> [len(m) for m in minibatch_indices(10, 4, torch.Generator().manual_seed(0))]
@@ -166,20 +166,20 @@ def ppo_update(
 ) -> dict[str, float]:
     """PPO's update on one rollout: ``epochs`` passes of shuffled minibatches, one optimizer step each.
 
-    Each epoch is a fresh permutation of the batch drawn from ``generator`` and cut into minibatches, as
-    :func:`minibatch_indices` does. For every minibatch: ``actor`` and ``critic`` are each called once (with
-    gradient), on the minibatch's observations only; advantages are standardised within the minibatch if asked; the
-    loss is ``ppo_loss(clipped_policy_loss(..., clip_epsilon), clipped_value_loss(..., value_clip_epsilon), entropy,
-    value_coefficient, entropy_coefficient)``; the gradient norm over all of the optimizer's parameters is clipped to
-    ``max_grad_norm`` after ``backward()`` and before ``step()``. The batch's ``old_log_probs`` and ``old_values``
-    are the data the ratio and the value clip refer to: never recomputed, never changed. After an epoch whose mean
-    approximate KL (:func:`approximate_kl` of each minibatch, measured on the forward pass before its own step)
-    exceeds ``target_kl`` (if given), no more epochs run: the check comes after a whole epoch, never inside one.
+    Each epoch is a fresh uniform permutation of the batch drawn from ``generator`` and cut into minibatches, as
+    :func:`minibatch_indices` does. For every minibatch: ``actor`` and ``critic`` are each called once (with gradient),
+    on the minibatch's observations only; advantages are standardised within the minibatch if asked; the loss is
+    ``ppo_loss(clipped_policy_loss(..., clip_epsilon), clipped_value_loss(..., value_clip_epsilon), entropy,
+    value_coefficient, entropy_coefficient)``; gradients are zeroed before ``backward()`` (a caller's leftover ``.grad``
+    changes nothing) and their norm over exactly the optimizer's parameters is clipped to ``max_grad_norm`` before
+    ``step()``. ``batch.old_log_probs`` and ``old_values`` are data: never recomputed, never changed. After an epoch
+    whose mean approximate KL (:func:`approximate_kl` of each minibatch, on the forward pass before its step) exceeds
+    ``target_kl`` (if given; equal does not), no more epochs run: the check comes after a whole epoch only.
 
     Args:
         actor: observations ``[B, obs]`` -> logits ``[B, actions]``.
         critic: observations ``[B, obs]`` -> values ``[B]``.
-        optimizer: steps the parameters of both networks.
+        optimizer: steps the trained parameters (usually both networks'); the norm clip covers exactly these.
         batch: a :class:`kata.rl.ppo.RolloutBatch`.
         epochs, minibatch_size: passes over the batch and samples per minibatch (>= 1).
         clip_epsilon, value_clip_epsilon: ε of the policy ratio clip and of the value clip (> 0).

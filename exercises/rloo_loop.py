@@ -59,8 +59,7 @@ def sample_responses(
         eos_token_id, pad_token_id: the ids that end a response and fill the row after it (any ids ``>= 0``, equal
             ones too); the task's defaults are then ordinary tokens.
         deterministic: greedy decoding (the most probable token) instead of sampling.
-        generator: the ``torch.Generator`` every random draw uses (None: torch's global one, so that
-            ``torch.manual_seed`` fixes the draws).
+        generator: the ``torch.Generator`` every draw uses (None: torch's global one, drawn from and advanced).
 
     Returns:
         int64 ``[B, P + L]`` (NumPy for NumPy prompts, else a tensor): the prompt unchanged, then the response.
@@ -192,7 +191,8 @@ def rloo_iteration(
     Args:
         model: the policy that sampled ``input_ids`` (``model(ids) -> logits [B, T, V]``).
         optimizer: an optimizer over ``model``'s parameters with ``zero_grad()`` and ``step()``
-            (kata.rl.Adam, or any torch.optim optimizer).
+            (kata.rl.Adam, or any torch.optim optimizer); zeroed before each ``backward()``: leftover ``.grad``
+            from the caller changes nothing.
         input_ids: integer ``[B, T]``, prompt-major groups of ``group_size`` rows.
         prompt_lengths: integer ``[B]``.
         rewards: floating ``[B]``, the verifier's rewards.

@@ -240,6 +240,63 @@ def test_epochs_are_shuffled_differently(impl):
         impl.minibatch_indices(10, 4, 0)
 
 
+# ---- uniformity at a realistic batch size ----------------------------------------------------------------------
+# S counts the neighbours in an epoch's order (positions p and p + 1) whose indices differ by less than m = 64. For a
+# uniform permutation of n samples each neighbour pair is a uniformly random pair of distinct indices, so E[S] and
+# Var[S] follow exactly from three probabilities (one pair close; two pairs sharing an index both close; two disjoint
+# pairs both close), computed below; K independent epochs add K times each. The test statistic is the chi-square
+# with one degree of freedom X^2 = (sum S - K E[S])^2 / (K Var[S]); E[X^2] = 1 exactly, so by Chebyshev's inequality
+# a valid shuffle, whatever its random stream, reaches the threshold 1,000 with probability at most 1 / 1,000 (the
+# normal approximation puts it below 1e-200). Sorted low-precision keys tie (bfloat16 rand at n = 4,096: about 690
+# distinct keys), and sorting keeps tied indices in runs close to their order: X^2 above 4,000 at K = 1,000 with
+# torch's unstable sort, above 10^6 with a stable one.
+CHI_SQUARE = dict(size=4096, epochs=1000, close=64, threshold=1000.0)
+
+
+def close_neighbour_moments(n: int, m: int) -> tuple[float, float]:
+    """E[S] and Var[S] for one uniform permutation of ``n``: S = #{p : |order[p] - order[p + 1]| < m}."""
+    near = [min(x, m - 1) + min(n - 1 - x, m - 1) for x in range(n)]  # indices within m of x, x excluded
+    pairs, shared = sum(near), sum(k * (k - 1) for k in near)
+    one = pairs / (n * (n - 1))  # an ordered pair of distinct indices is close
+    chained = shared / (n * (n - 1) * (n - 2))  # (a, b) and (b, c) both close
+    disjoint = (pairs * pairs - 2 * pairs - 4 * shared) / (n * (n - 1) * (n - 2) * (n - 3))  # (a, b), (c, d) close
+    neighbours = n - 1
+    apart = neighbours * (neighbours - 1) // 2 - (n - 2)  # pairs of neighbour pairs that share no position
+    variance = (neighbours * one * (1 - one) + 2 * (n - 2) * (chained - one * one)
+                + 2 * apart * (disjoint - one * one))
+    return neighbours * one, variance
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("where", ["minibatch_indices", "ppo_update"])
+def test_permutations_are_uniform_at_a_realistic_batch_size(impl, where):
+    size, count, close = CHI_SQUARE["size"], CHI_SQUARE["epochs"], CHI_SQUARE["close"]
+    if where == "minibatch_indices":
+        generator = torch.Generator().manual_seed(15)
+        orders = torch.stack([torch.cat(impl.minibatch_indices(size, 1024, generator)) for _ in range(count)])
+    else:
+        actor, critic = networks(15, hidden=(2,))
+        observations = torch.zeros(size, 4)
+        observations[:, 0] = torch.arange(size, dtype=torch.float32)
+        spy = SpyActor(actor)
+        call_update(impl, spy, critic, SGD([*actor.parameters(), *critic.parameters()], lr=1e-9),
+                    make_batch(actor, critic, size, observations=observations),
+                    dict(UPDATE, epochs=count, minibatch_size=size), 15)
+        visits = torch.tensor([i for call in spy.seen for i in call])
+        assert visits.numel() == size * count, f"{count} epochs visit {size * count} samples; got {visits.numel()}"
+        orders = visits.reshape(count, size)
+    found = int(((orders[:, 1:] - orders[:, :-1]).abs() < close).sum())
+    mean, variance = close_neighbour_moments(size, close)
+    statistic = (found - count * mean) ** 2 / (count * variance)
+    assert statistic < CHI_SQUARE["threshold"], (
+        f"{where}: {count} epochs' orders of {size} samples are not uniformly random: {found} neighbours in them "
+        f"(positions p and p + 1) hold indices less than {close} apart, where a uniform shuffle gives "
+        f"{count * mean:.0f} +- {math.sqrt(count * variance):.0f}: chi-square X^2 = {statistic:.0f} >= "
+        f"{CHI_SQUARE['threshold']:.0f}, which a uniform shuffle reaches with probability < 1e-3; every order of "
+        "the batch is equally likely (sorted low-precision random keys tie, and the sort keeps tied indices close "
+        "to their order)")
+
+
 # ---- the update ------------------------------------------------------------------------------------------------
 
 UPDATE = dict(epochs=3, minibatch_size=8, clip_epsilon=0.2, value_clip_epsilon=1.0, value_coefficient=0.5,
@@ -441,6 +498,88 @@ def test_the_gradient_norm_is_clipped_before_each_step(impl):
         "before clipping")
 
 
+def test_gradients_left_on_the_parameters_change_nothing(impl):
+    # The same update twice, once with every parameter carrying a gradient from the caller's own work: each step
+    # applies its own minibatch's gradient alone, so the networks after both updates are the same.
+    actor, critic, batch = off_policy_batch(12, 16)
+    settings = dict(UPDATE, epochs=2, minibatch_size=8)
+    results = []
+    for leftover in (False, True):
+        new_actor, new_critic = copy.deepcopy(actor), copy.deepcopy(critic)
+        parameters = [*new_actor.parameters(), *new_critic.parameters()]
+        if leftover:
+            rng = torch.Generator().manual_seed(12)
+            for parameter in parameters:
+                parameter.grad = torch.randn(parameter.shape, generator=rng)
+        call_update(impl, new_actor, new_critic, SGD(parameters, lr=0.05), batch, settings, 12)
+        results.append(torch.cat([p.detach().reshape(-1) for p in parameters]))
+    moved = float((results[1] - results[0]).abs().max())
+    assert torch.allclose(results[1], results[0], rtol=1e-6, atol=1e-7), (
+        f"gradients the caller left on the parameters (.grad set before the call) changed the update: the networks "
+        f"after it differ by up to {moved:.3g} from those of the same update without them; each step applies its "
+        "own minibatch's gradient alone, zeroed before backward(); the update found is "
+        + mistake("ppo_cartpole/zero_grad_after_step"))
+
+
+@pytest.mark.parametrize("stepped", ["actor", "critic"])
+def test_the_clip_covers_exactly_the_optimizers_parameters(impl, stepped):
+    # The optimizer steps one network only: its own gradient norm (far above the bound) is clipped to the bound
+    # exactly, whatever gradient the other network holds.
+    actor, critic, batch = off_policy_batch(13, 24)
+    bound = 1e-4
+    optimizer = SpySGD(dict(actor=actor, critic=critic)[stepped].parameters(), lr=1e-3)
+    call_update(impl, actor, critic, optimizer, batch, dict(UPDATE, max_grad_norm=bound, value_coefficient=1.0), 13)
+    low = min(optimizer.norms)
+    assert len(optimizer.norms) == 9 and low >= bound * (1 - 1e-3) and max(optimizer.norms) <= bound * (1 + 1e-4), (
+        f"the optimizer steps the {stepped}'s parameters only, and its steps applied gradients of norms "
+        f"{plain(optimizer.norms)} where max_grad_norm = {bound} (each step's own gradient norm is far above it): "
+        "the gradient norm is clipped over exactly the optimizer's parameters, no more, no fewer"
+        + (", so the other network's gradient must not shrink the step; the update found is "
+           + mistake("ppo_cartpole/gradient_clipped_over_both_networks")
+           if low < bound * (1 - 1e-3) else ""))
+
+
+def test_target_kl_judges_each_minibatch_before_its_step(impl):
+    # The first epoch's minibatches (whatever the shuffle), and the epoch's mean approximate KL measured before each
+    # minibatch's step and after it; a threshold between the two: the docstring's measure (before) decides.
+    seed, size = 7, 20
+    settings = dict(UPDATE, epochs=1, minibatch_size=5)
+    actor, critic, batch = off_policy_batch(seed, size)
+    *_, calls, _ = run_recorded(impl, actor, critic, batch, settings, 0.05, seed)
+    means = [sum(kls) / len(kls) for kls in (
+        replica_update(copy.deepcopy(actor), copy.deepcopy(critic), batch, calls, settings, 0.05,
+                       kl_after_step=after)["_kls"] for after in (False, True))]
+    assert abs(means[1] - means[0]) > 1e-3 * means[0], f"the test's premise: the step moves the KL, {means}"
+    compare_with_replica(impl, seed, size, dict(settings, epochs=2, target_kl=(means[0] + means[1]) / 2))
+
+
+def test_an_epoch_whose_kl_equals_target_kl_does_not_stop_the_update(impl):
+    # One sample, an actor whose logits are all 0 (log pi = -log 2, by any route) and old log-probs away from it: the
+    # standardised advantage of one sample is 0 and c_e = 0, so the actor never moves and every epoch's mean
+    # approximate KL is exactly approximate_kl of that sample. With target_kl that very value, no epoch exceeds it.
+    actor, critic = networks(14)
+    with torch.no_grad():
+        actor.net[-1].weight.zero_()
+        actor.net[-1].bias.zero_()
+    batch = make_batch(actor, critic, 1, seed=14)
+    batch = batch._replace(old_log_probs=batch.old_log_probs - 0.5)
+    with torch.no_grad():
+        kl = float(impl.approximate_kl(action_log_probs(actor(batch.observations), batch.actions),
+                                       batch.old_log_probs))
+    settings = dict(UPDATE, epochs=3, minibatch_size=1, entropy_coefficient=0.0)
+    optimizer = SGD([*actor.parameters(), *critic.parameters()], lr=0.05)
+    d = call_update(impl, actor, critic, optimizer, batch, dict(settings, target_kl=kl), 14)
+    assert d["epochs_completed"] == 3, (
+        f"epochs_completed is {d['epochs_completed']} with target_kl = {kl!r}, exactly every epoch's mean "
+        "approximate KL (one sample, an actor that never moves): a mean equal to target_kl does not exceed it, so "
+        "all 3 epochs run; the update found is " + mistake("ppo_cartpole/target_kl_reached_stops"))
+    d = call_update(impl, actor, critic, optimizer, batch, dict(settings, target_kl=kl * (1 - 1e-6)), 14)
+    assert d["epochs_completed"] == 1, (
+        f"epochs_completed is {d['epochs_completed']} with target_kl = {kl * (1 - 1e-6)!r}, just below every "
+        f"epoch's mean approximate KL, {kl!r} (approximate_kl of the one sample before its step): the first epoch "
+        "exceeds it and is the last")
+
+
 def test_the_entropy_bonus_raises_entropy(impl):
     # No advantage, no value loss: only the entropy bonus drives the actor, so its entropy must go up.
     actor, critic = networks(4)
@@ -568,7 +707,7 @@ def normalised(advantages, ddof):
 
 
 def replica_update(actor, critic, batch, minibatches, settings, lr, ddof=0, normalise="minibatch", value_eps=None,
-                   recompute=None, accumulate=False, clip=True, entropy_sign=1.0):
+                   recompute=None, accumulate=False, clip=True, entropy_sign=1.0, kl_after_step=False):
     """PPO's update written out, on the given minibatches in order (one epoch = ceil(B / minibatch_size) of them),
     with plain SGD at ``lr``; returns the diagnostics ppo_update's docstring defines, and ``_kls``, each
     minibatch's approximate KL before its step. The keyword arguments after ``ddof`` give misreadings' updates."""
@@ -624,6 +763,10 @@ def replica_update(actor, critic, batch, minibatches, settings, lr, ddof=0, norm
                     grad.mul_(scale)  # in place, as clip_grad_norm_ does: what a later step may add to
                     parameter -= lr * grad
             with torch.no_grad():
+                if kl_after_step:
+                    new = torch.log_softmax(actor(batch.observations[index]), -1).gather(
+                        -1, batch.actions[index, None]).squeeze(-1)
+                    ratio = torch.exp(new - old)
                 kls.append(float(((ratio - 1) - (new - old)).mean()))
             for key, value in zip(totals, (policy_loss, value_loss, entropy, norm)):
                 totals[key] += float(value.detach())
@@ -720,6 +863,7 @@ UPDATE_READINGS = {  # what the update found is, when the replica with these opt
     mistake("ppo_cartpole/gradients_never_zeroed"): dict(accumulate=True),
     mistake("ppo_cartpole/no_gradient_clipping"): dict(clip=False),
     mistake("ppo_cartpole/entropy_bonus_sign_flipped"): dict(entropy_sign=-1.0),
+    mistake("ppo_cartpole/target_kl_measured_after_the_step"): dict(kl_after_step=True),
 }
 
 
@@ -775,20 +919,24 @@ def compare_with_replica(impl, seed, size, settings, lr=0.05, scale=1.0):
     sample_wrong, sample_expected = differences(dict(ddof=1))
     if sample_expected["_stopped_early"] is None and not sample_wrong:
         return found, sample_expected
+    readings = []
+    for why, options in UPDATE_READINGS.items():
+        if settings.get("normalize_advantages", True) or "normalise" not in options:
+            reading_wrong, reading = differences(dict(ddof=0, **options))
+            if not reading_wrong and reading["_stopped_early"] is None:
+                readings.append(why)
+    # The clause first, so that a message cut short still names it; then what the update found is, when known.
+    found_is = (f"; the update found is {readings[0]}" if len(readings) == 1 else
+                f"; the update found is any one of these: {'; '.join(readings)}" if readings else "")
     if expected["_stopped_early"] is not None:
         epochs, mean = expected["_stopped_early"]
         raise AssertionError(
             f"the update stopped after epoch {epochs} of {settings['epochs']}, although that epoch's mean "
             f"approximate KL, {mean:.6g}, does not exceed target_kl = {settings.get('target_kl')}: only an epoch "
-            "whose mean approximate KL (each minibatch's, before its own step) exceeds target_kl ends the update")
+            "whose mean approximate KL (each minibatch's, on the forward pass before its own step) exceeds "
+            f"target_kl ends the update{found_is}")
     key = next((k for k in ("epochs_completed", "minibatch_steps", "parameters") if k in wrong), wrong[0])
     shown = "" if key == "parameters" else f"{key} is {plain(found.get(key))}, expected {plain(expected[key])}: "
-    readings = [why for why, options in UPDATE_READINGS.items()
-                if (settings.get("normalize_advantages", True) or "normalise" not in options)
-                and not differences(dict(ddof=0, **options))[0]]
-    # The clause first, so that a message cut short still names it; then what the update found is, when known.
-    found_is = (f"; the update found is {readings[0]}" if len(readings) == 1 else
-                f"; the update found is any one of these: {'; '.join(readings)}" if readings else "")
     raise AssertionError(f"{shown}{UPDATE_CLAUSES[key]}{found_is} (settings {settings}, {size} samples)")
 
 

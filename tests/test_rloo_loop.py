@@ -356,6 +356,30 @@ def test_without_a_generator_every_draw_comes_from_torchs_global_one(impl):
         "this)")
 
 
+def test_without_a_generator_each_call_draws_afresh_from_the_global_one(impl):
+    # generator=None draws from torch's global generator and advances it: two calls in a row sample anew, and seeding
+    # the global generator again replays both. Two calls coincide only if all 64 rows do; each row's first token
+    # alone repeats with probability sum_t p_t^2 (computed below from the table), so their product bounds it.
+    model = TablePolicy(seed=3)
+    prompts = random_prompts(3, 64, 2)
+    repeat = float(np.prod([np.sum(model.next_probabilities(1, int(last)) ** 2) for last in prompts[:, -1]]))
+    assert repeat < 1e-9, f"the test's premise: two valid calls coincide with probability {repeat:.3g}"
+    runs = []
+    for _ in range(2):
+        torch.manual_seed(5)
+        runs.append([np.asarray(impl.sample_responses(model, prompts, 4)) for _ in range(2)])
+    np.testing.assert_array_equal(runs[0][0], runs[1][0], err_msg=(
+        "with generator=None, the first call after torch.manual_seed(5) sampled different rows each time: every "
+        "draw comes from torch's global generator"))
+    assert not np.array_equal(runs[0][0], runs[0][1]), (
+        f"with generator=None, two calls in a row after torch.manual_seed(5) sampled the same 64 rows (a valid "
+        f"sampler repeats them with probability < {repeat:.1g}): each call draws from torch's global generator and "
+        "advances it; the sampler found is " + mistake("rloo_loop/global_generator_reseeded_every_call"))
+    np.testing.assert_array_equal(runs[0][1], runs[1][1], err_msg=(
+        "with generator=None, the second call after torch.manual_seed(5) sampled different rows each time: "
+        "seeding torch's global generator fixes a sequence of calls"))
+
+
 def test_sampling_rejects_bad_input(impl):
     model = TablePolicy(seed=0)
     impl.sample_responses(model, random_prompts(0, 2, 2), 3)  # valid input works first
@@ -844,6 +868,26 @@ def test_the_iteration_reports_advantages_mask_and_frozen_log_probs(impl):
         err_msg="old_log_probs must be the log-probs of the policy that sampled the batch, before any step",
     )
     assert not result.old_log_probs.requires_grad, "old log-probs are data: computed under torch.no_grad()"
+
+
+def test_gradients_left_on_the_parameters_change_nothing(impl):
+    # The same iteration twice, once with every parameter carrying a gradient from the caller's own work: each
+    # epoch's step applies that epoch's gradient alone, so the models after both iterations are the same.
+    results = []
+    for leftover in (False, True):
+        model = make_policy(seed=4, hidden_size=8)
+        if leftover:
+            rng = torch.Generator().manual_seed(4)
+            for parameter in model.parameters():
+                parameter.grad = torch.randn(parameter.shape, generator=rng)
+        run_iteration(impl, model, epochs=2)
+        results.append(torch.cat([p.detach().reshape(-1) for p in model.parameters()]))
+    moved = float((results[1] - results[0]).abs().max())
+    assert torch.allclose(results[1], results[0], rtol=1e-6, atol=1e-7), (
+        f"gradients the caller left on the parameters (.grad set before the call) changed the iteration: the model "
+        f"after it differs by up to {moved:.3g} from that of the same iteration without them; each epoch's step "
+        "applies its own gradient alone, zeroed before backward(); the iteration found is "
+        + mistake("rloo_loop/zero_grad_after_step"))
 
 
 def replica_iteration(model, ids, mask, advantages, epochs, clip_epsilon, reduction, lr):

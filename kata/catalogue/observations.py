@@ -195,13 +195,15 @@ def sampled_responses(function: Callable[..., Any], case: dict) -> Observation:
     model = EosLeaningPolicy(case["seed"], case["eos_bias"])
     eos, pad = case.get("eos_token_id", EOS_ID), case.get("pad_token_id", PAD_ID)
     if case.get("global_generator"):
-        # generator=None draws from torch's global generator: the same global seed gives the same rows, another
-        # seed other rows (16 sampled rows of several tokens never coincide in practice).
+        # generator=None draws from torch's global generator and advances it: the same global seed gives the same
+        # rows, another seed other rows, a second call other rows (16 sampled rows never coincide in practice).
         draws = []
         for global_seed in (case["seed"], case["seed"], case["seed"] + 1):
             torch.manual_seed(global_seed)
             draws.append(np.asarray(torch.as_tensor(function(model, prompts, case["max_new_tokens"]))))
-        return np.array([np.array_equal(draws[0], draws[1]), not np.array_equal(draws[0], draws[2])])
+        second = np.asarray(torch.as_tensor(function(model, prompts, case["max_new_tokens"])))
+        return np.array([np.array_equal(draws[0], draws[1]), not np.array_equal(draws[0], draws[2]),
+                         not np.array_equal(draws[2], second)])
     ids = function(model, prompts, case["max_new_tokens"], deterministic=case["deterministic"],
                    generator=torch.Generator().manual_seed(case["seed"]), eos_token_id=eos, pad_token_id=pad)
     ids = np.asarray(torch.as_tensor(ids))
@@ -267,8 +269,27 @@ def updated_networks(function: Callable[..., Any], case: dict) -> Observation:
     Cases with a ``kind`` observe what every valid shuffle shares when minibatches are smaller: ``"one_sample"``
     (minibatches of one sample, no value loss, no entropy bonus: each standardised advantage is 0, so whether the
     actor moved and whether every parameter is finite) and ``"target_kl"`` (a threshold every epoch's mean exceeds:
-    the epochs completed and the minibatch steps taken)."""
+    the epochs completed and the minibatch steps taken); with one whole-batch minibatch per epoch,
+    ``"leftover_grads"`` (every parameter holds a gradient before the call), ``"actor_optimizer"`` (the optimizer
+    steps the actor only, its gradient norm clipped hard) and ``"kl_after_step"`` (a target_kl that only the KL
+    measured after a step exceeds in the first epoch: the epochs completed)."""
     actor, critic, batch, optimizer = _update_setup(case)
+    kind = case.get("kind")
+    if kind == "leftover_grads":
+        rng = torch.Generator().manual_seed(case["seed"])
+        for parameter in (*actor.parameters(), *critic.parameters()):
+            parameter.grad = torch.randn(parameter.shape, generator=rng)
+    if kind == "actor_optimizer":
+        optimizer = type(optimizer)(list(actor.parameters()), lr=0.5)
+    if kind in ("leftover_grads", "actor_optimizer", "kl_after_step"):
+        diagnostics = function(
+            actor, critic, optimizer, batch, epochs=case["epochs"], minibatch_size=case["size"], clip_epsilon=0.2,
+            value_clip_epsilon=0.5, value_coefficient=0.5, entropy_coefficient=0.0,
+            max_grad_norm=0.05 if kind == "actor_optimizer" else 100.0,
+            target_kl=1e-6 if kind == "kl_after_step" else None, generator=torch.Generator().manual_seed(case["seed"]))
+        if kind == "kl_after_step":
+            return np.array([diagnostics["epochs_completed"]])
+        return as_observation(torch.cat([p.detach().reshape(-1) for p in (*actor.parameters(), *critic.parameters())]))
     size = case["size"]
     observations = batch.observations
     if case.get("kind") == "one_sample":
@@ -296,12 +317,17 @@ def updated_networks(function: Callable[..., Any], case: dict) -> Observation:
 
 
 def iterated_policy(function: Callable[..., Any], case: dict) -> Observation:
-    """rloo_iteration on a seeded small policy with plain SGD: its result and the parameters after."""
+    """rloo_iteration on a seeded small policy with plain SGD (with ``leftover_grads``, every parameter holding a
+    gradient before the call): its result and the parameters after."""
     from kata.testing.sgd import SGD
     from kata.rl.sequence_task import make_policy
 
     model = make_policy(case.pop("seed"), hidden_size=8)
     optimizer = SGD(list(model.parameters()), lr=1.0)
+    if case.pop("leftover_grads", False):  # gradients the caller left behind change nothing
+        rng = torch.Generator().manual_seed(0)
+        for parameter in model.parameters():
+            parameter.grad = torch.randn(parameter.shape, generator=rng)
     result = function(model, optimizer, **case)
     parameters = torch.cat([p.detach().reshape(-1) for p in model.parameters()])
     advantages_dtype = str(getattr(getattr(result, "advantages", None), "dtype", None))

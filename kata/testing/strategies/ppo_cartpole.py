@@ -97,7 +97,8 @@ def _minibatch_cases() -> list[Any]:
 def _update_cases() -> list[Any]:
     examples = drawn(update_cases, "update_cases", count=UPDATE_PROBES)()
     # Minibatches smaller than the batch, observed only through what every valid shuffle shares.
-    return examples + [{**case, "kind": kind} for case in examples[:3] for kind in ("one_sample", "target_kl")]
+    return examples + [{**case, "kind": kind} for case in examples[:3] for kind in (
+        "one_sample", "target_kl", "leftover_grads", "actor_optimizer", "kl_after_step")]
 
 
 PROBES = (

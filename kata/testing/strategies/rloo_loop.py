@@ -222,7 +222,8 @@ def _relabelled_loss_cases() -> list[Any]:
 
 
 def _relabelled_iteration_cases() -> list[Any]:
-    """rloo_iteration with other EOS and PAD ids and float32 or float64, NumPy or tensor rewards."""
+    """rloo_iteration with other EOS and PAD ids and float32 or float64, NumPy or tensor rewards; three of them
+    with gradients left on the parameters before the call."""
     import torch
 
     cases = []
@@ -233,7 +234,7 @@ def _relabelled_iteration_cases() -> list[Any]:
                           rewards=rewards, group_size=case["group_size"], ppo_epochs=case["ppo_epochs"],
                           clip_epsilon=case["clip_epsilon"], reduction=case["reduction"],
                           pad_token_id=batch["pad_token_id"], eos_token_id=batch["eos_token_id"]))
-    return cases
+    return cases + [{**case, "leftover_grads": True} for case in cases[:3]]
 
 
 PROBES = (
