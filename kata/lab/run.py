@@ -163,12 +163,13 @@ def run_lab(plan: LabPlan, impl: str = "solutions", out: str | os.PathLike[str] 
     (folder / "report.md").write_text(render_report(data), encoding="utf-8")
     skipped = [key for key, record in run.results["sections"].items() if record["status"] == "skipped"]
     figures = sum(len(record["figures"]) for record in run.results["sections"].values())
-    summary = f"{len(SECTION_TITLES) - len(skipped) - len(failed)} sections ran"
+    ran = len(SECTION_TITLES) - len(skipped) - len(failed)
+    summary = f"{ran} section{'' if ran == 1 else 's'} ran"
     if skipped:
         summary += f", {len(skipped)} skipped ({', '.join(skipped)})"
     if failed:
         summary += f", {len(failed)} failed ({', '.join(failed)})"
-    run.say(f"\n{summary}; {figures} figures, report.md and results.json in {folder} "
+    run.say(f"\n{summary}; {figures} figure{'' if figures == 1 else 's'}, report.md and results.json in {folder} "
             f"({run.results['lab']['wall_seconds']:.1f} s)")
     return code, folder
 
