@@ -5,11 +5,14 @@ from __future__ import annotations
 
 import argparse
 
-from kata.concepts.manifest import Concept, concept
+from kata.concepts.manifest import CONCEPTS, Concept, concept
 
 
 def concept_argument(name: str) -> Concept:
-    """argparse type: a concept by name, or an error listing the valid names."""
+    """argparse type: a concept by name or by the number ``kata list`` shows, or an error listing the valid names."""
+    numbered = [c for c in CONCEPTS if name.strip().isdigit() and c.number == int(name)]
+    if numbered:
+        return numbered[0]
     try:
         return concept(name)
     except ValueError as error:

@@ -417,3 +417,12 @@ def test_watch_reruns_after_a_change_and_stops_on_ctrl_c(tmp_path):
         "Ctrl-C stops watch with exit 0")
     assert len(runs) == 2, "one run at the start, one after the edit, none while nothing changes"
     assert said[-1].strip() == "stopped watching", f"watch says it stopped: {said[-1]!r}"
+
+
+def test_a_concept_is_named_by_the_number_kata_list_shows_as_by_its_name():
+    from kata.concepts.arguments import concept_argument
+    from kata.concepts.manifest import CONCEPTS
+
+    for c in CONCEPTS:
+        assert concept_argument(str(c.number)) == concept_argument(c.name) == c, (
+            f"`kata check {c.number}` names {c.name}, as `kata list` numbers it")
