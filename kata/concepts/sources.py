@@ -60,8 +60,8 @@ def stub_functions(source: str) -> tuple[set[str], set[str]] | None:
     parse."""
     try:
         functions = _functions(ast.parse(source))
-    except (SyntaxError, ValueError):
-        return None
+    except (SyntaxError, ValueError, SystemError):  # SystemError: CPython 3.11's "AST constructor recursion depth
+        return None                                  # mismatch", raised by some parses of invalid code
     return set(functions), {name for name, function in functions.items() if _raises_stub_error(function)}
 
 
@@ -69,7 +69,7 @@ def parse_source(path: Path) -> ast.Module | None:
     """The module's syntax tree; None when it cannot be read or parsed."""
     try:
         return ast.parse(path.read_bytes(), filename=str(path))
-    except (OSError, SyntaxError, ValueError):
+    except (OSError, SyntaxError, ValueError, SystemError):
         return None
 
 
@@ -86,7 +86,7 @@ def analyse_source(path: Path, reference: Path | None = None) -> SourceState:
         tree = ast.parse(path.read_bytes(), filename=str(path))
     except SyntaxError as error:
         return SourceState(path, exists=True, syntax_error=f"line {error.lineno}: {error.msg}")
-    except (OSError, ValueError) as error:
+    except (OSError, ValueError, SystemError) as error:  # SystemError: as in stub_functions
         return SourceState(path, exists=True, syntax_error=str(error))
     given = _functions(tree)
     reference_tree = parse_source(reference) if reference is not None and reference.exists() else None
