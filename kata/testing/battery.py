@@ -203,9 +203,10 @@ def leaves_its_inputs_unchanged(function: Callable, contract: Contract, data) ->
     function(**arguments)
     for name, value in arguments.items():
         after = state(value)
-        assert after == before[name], (
-            f"{contract.function} changed its argument {name} ({_what_changed(before[name], after)}); the inputs are "
-            f"never changed: compute on a copy or out of place (called with {_shown(arguments)})")
+        if not (after == before[name]):
+            raise AssertionError(
+                f"{contract.function} changed its argument {name} ({_what_changed(before[name], after)}); the "
+                f"inputs are never changed: compute on a copy or out of place (called with {_shown(arguments)})")
 
 
 def sends_no_gradient_into_data(function: Callable, contract: Contract, data) -> None:
@@ -240,10 +241,11 @@ def sends_no_gradient_into_data(function: Callable, contract: Contract, data) ->
     for name in contract.data:
         if name in bases:
             gradient = bases[name].grad
-            assert gradient is None or not bool(gradient.ne(0).any()), (
-                f"gradient reached {name} ({'a leaf' if leaves[name] else 'a non-leaf'} that requires grad) through "
-                f"{contract.function}: {name} is data and must be detached whatever its kind, leaf or not "
-                f"(called with {_shown(arguments)})")
+            if not (gradient is None or not bool(gradient.ne(0).any())):
+                raise AssertionError(
+                    f"gradient reached {name} ({'a leaf' if leaves[name] else 'a non-leaf'} that requires grad) "
+                    f"through {contract.function}: {name} is data and must be detached whatever its kind, leaf or not "
+                    f"(called with {_shown(arguments)})")
 
 
 def gives_the_same_values_for_any_layout(function: Callable, contract: Contract, data) -> None:
@@ -257,14 +259,16 @@ def gives_the_same_values_for_any_layout(function: Callable, contract: Contract,
         return floating_outputs(function(**arguments), every_array=True), arguments
 
     (plain, _), (strided, arguments) = call("contiguous"), call("strided")
-    assert len(plain) == len(strided), (
-        f"{contract.function} returned {len(strided)} floating results for non-contiguous views and {len(plain)} "
-        f"for contiguous arrays of the same values (called with {_shown(arguments)})")
+    if not (len(plain) == len(strided)):
+        raise AssertionError(
+            f"{contract.function} returned {len(strided)} floating results for non-contiguous views and {len(plain)} "
+            f"for contiguous arrays of the same values (called with {_shown(arguments)})")
     for index, (a, b) in enumerate(zip(plain, strided)):
-        assert _agree(plain_array(b), plain_array(a)), (
-            f"{contract.function} gave other values (result {index}) when its arguments were non-contiguous views "
-            f"(NumPy with negative strides, strided tensors) of the same values: a function's result depends on "
-            f"the values only, never on the memory layout (called with {_shown(arguments)})")
+        if not (_agree(plain_array(b), plain_array(a))):
+            raise AssertionError(
+                f"{contract.function} gave other values (result {index}) when its arguments were non-contiguous views "
+                f"(NumPy with negative strides, strided tensors) of the same values: a function's result depends on "
+                f"the values only, never on the memory layout (called with {_shown(arguments)})")
 
 
 def handles_the_edges_of_its_domain(function: Callable, contract: Contract) -> None:
@@ -282,14 +286,16 @@ def handles_the_edges_of_its_domain(function: Callable, contract: Contract) -> N
                     f"{edge.name} ({container}): {str(error)[:200]}") from None
             for index, output in enumerate(outputs):
                 values = plain_array(output)
-                assert np.isfinite(values).all(), (
-                    f"{contract.function} returned non-finite values (result {index}) at the edge of its domain, "
-                    f"{edge.name} ({container}), where every exact result is finite")
+                if not (np.isfinite(values).all()):
+                    raise AssertionError(
+                        f"{contract.function} returned non-finite values (result {index}) at the edge of its domain, "
+                        f"{edge.name} ({container}), where every exact result is finite")
             if edge.expected is not None:
                 for index, (output, expected) in enumerate(zip(outputs, edge.expected(function, edge.arguments))):
-                    assert _agree(plain_array(output), np.asarray(expected)), (
-                        f"{contract.function} is wrong at the edge of its domain, {edge.name} ({container}), "
-                        f"result {index}: it must equal the same computation done piece by piece")
+                    if not (_agree(plain_array(output), np.asarray(expected))):
+                        raise AssertionError(
+                            f"{contract.function} is wrong at the edge of its domain, {edge.name} ({container}), "
+                            f"result {index}: it must equal the same computation done piece by piece")
 
 
 CHECKS = {

@@ -73,8 +73,10 @@ class NotedImplementation(Implementation):
         return noting(name, value)
 
 
-def noted(implementation: Implementation) -> NotedImplementation:
-    """``implementation`` with its calls noted (the same label, package and root)."""
-    copy = NotedImplementation.__new__(NotedImplementation)
-    copy.__dict__.update(implementation.__dict__)
-    return copy
+def noted(implementation: Implementation) -> Implementation:
+    """``implementation`` with its calls noted: the same object, its class (ConceptViews included, whose modules
+    live in a package of their own) given :class:`NotedImplementation`'s attribute access first."""
+    kind = type(implementation)
+    if not issubclass(kind, NotedImplementation):
+        implementation.__class__ = type(f"Noted{kind.__name__}", (NotedImplementation, kind), {})
+    return implementation

@@ -60,8 +60,7 @@ def pytest_runtest_call(item):
 
 
 def pytest_sessionfinish(session):
-    name = os.environ.get("PYTEST_XDIST_WORKER", "main")
-    path = os.path.join(os.environ["KATA_DIGEST_DIR"], name + ".json")
+    path = os.path.join(os.environ["KATA_DIGEST_DIR"], f"{os.getpid()}.json")  # a worker's name is inherited
     with open(path, "w") as out:
         json.dump({test: digest.hexdigest() for test, digest in digests.items()}, out)
 '''
